@@ -1,0 +1,132 @@
+"""The `rankgym` command line.
+
+Each subcommand lives beside the code it drives (``rankgym.envs.commands``,
+``rankgym.judges.commands``, ...) as a :class:`Command`; this module only dispatches, so
+`rankgym --help` stays fast (no torch or litellm import). Results go to stdout (one JSON object
+with ``--json``), logs and progress bars to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import logging
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+
+class UserError(Exception):
+    """An error caused by the user's input; printed as one clear message, exit code 2."""
+
+
+@dataclass(frozen=True)
+class Command:
+    """A subcommand: how to declare its arguments and how to run it.
+
+    ``run`` returns the summary dict printed by ``--json``; in text mode it prints its own
+    human-readable output to stdout.
+    """
+
+    name: str
+    help: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], dict[str, Any] | None]
+
+
+# name -> (module, attribute, one-line help). Help is duplicated here so `--help` imports nothing.
+SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
+    "envs": ("rankgym.envs.commands", "ENVS", "list registered environments"),
+    "new-env": ("rankgym.envs.commands", "NEW_ENV", "scaffold an installable env package"),
+    "rollout": ("rankgym.envs.commands", "ROLLOUT", "roll out groups of trajectories into a store"),
+    "judge": ("rankgym.judges.commands", "JUDGE", "judge every unjudged group in a store"),
+    "agreement": ("rankgym.judges.commands", "AGREEMENT", "judge vs human/verifier agreement"),
+    "train": ("rankgym.trainer.commands", "TRAIN", "GRPO training from a TOML config"),
+    "eval": ("rankgym.trainer.commands", "EVAL", "held-out success of base vs adapter"),
+    "demo": ("rankgym.trainer.commands", "DEMO", "the main job on the embedded model, CPU only"),
+    "dashboard": ("rankgym.dashboard.commands", "DASHBOARD", "open the Streamlit dashboard"),
+    "export": ("rankgym.commands", "EXPORT", "export a store to JSONL or Parquet"),
+}
+
+
+def _load(name: str) -> Command | None:
+    module, attr, _ = SUBCOMMANDS[name]
+    try:
+        mod = importlib.import_module(module)
+    except ModuleNotFoundError as e:
+        if e.name and (e.name == module or module.startswith(e.name + ".")):
+            return None
+        raise
+    return getattr(mod, attr, None)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print one JSON summary object to stdout")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bars, warnings only")
+    p.add_argument("--verbose", "-v", action="store_true", help="debug logging to stderr")
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rankgym",
+        description="Agent environments judged as groups, GRPO on the scores, and a dashboard.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (_, _, help_text) in SUBCOMMANDS.items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        _common(p)
+        if name == only:
+            cmd = _load(name)
+            if cmd is not None:
+                cmd.add_arguments(p)
+    return parser
+
+
+def configure_logging(quiet: bool, verbose: bool) -> None:
+    level = logging.DEBUG if verbose else logging.WARNING if quiet else logging.INFO
+    logging.basicConfig(
+        level=level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"
+    )
+    for noisy in ("LiteLLM", "litellm", "httpx", "urllib3", "transformers", "filelock"):
+        logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
+    if quiet:
+        os.environ["RANKGYM_QUIET"] = "1"
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    chosen = next((a for a in argv if not a.startswith("-")), None)
+    parser = build_parser(only=chosen if chosen in SUBCOMMANDS else None)
+    args = parser.parse_args(argv)
+    if not args.command:
+        parser.print_help()
+        return 0
+    configure_logging(args.quiet, args.verbose)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    cmd = _load(args.command)
+    if cmd is None:
+        print(
+            f"rankgym {args.command}: not available yet in this version of rankgym.",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        summary = cmd.run(args)
+    except UserError as e:
+        print(f"rankgym {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"rankgym {args.command}: interrupted; committed work is kept.", file=sys.stderr)
+        return 130
+    if args.json and summary is not None:
+        print(json.dumps(summary, indent=None, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

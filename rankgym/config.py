@@ -1,0 +1,74 @@
+"""TOML config files mapped onto typed pydantic config objects.
+
+`load_config(path, Model)` reads a TOML file and validates it against ``Model`` (whose
+``model_config`` should forbid extra keys). Any problem becomes one :class:`ConfigError`
+naming the file, the dotted key, what was wrong and, for enumerations, the allowed values.
+"""
+
+from __future__ import annotations
+
+import tomllib
+import typing
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from rankgym.cli import UserError
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class ConfigError(UserError):
+    """A config file that cannot be used as it is."""
+
+
+def _allowed(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str] | None:
+    """Allowed values of a Literal-typed field at ``loc``, if it is one."""
+    cur: Any = model
+    ann: Any = None
+    for part in loc:
+        if not (isinstance(cur, type) and issubclass(cur, BaseModel)):
+            return None
+        field = cur.model_fields.get(str(part))
+        if field is None:
+            return sorted(cur.model_fields)
+        ann = field.annotation
+        cur = ann
+    for cand in (ann, *typing.get_args(ann)):
+        if typing.get_origin(cand) is typing.Literal:
+            return [str(a) for a in typing.get_args(cand)]
+    return None
+
+
+def validate_config(data: dict[str, Any], model: type[M], source: str = "config") -> M:
+    """Validate a dict against ``model``; raise :class:`ConfigError` with readable messages."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as e:
+        lines = []
+        for err in e.errors():
+            key = ".".join(str(p) for p in err["loc"]) or "(top level)"
+            if err["type"] == "extra_forbidden":
+                parent = tuple(err["loc"][:-1])
+                allowed = _allowed(model, (*parent, "__nope__")) or []
+                lines.append(f"unknown key '{key}'; allowed keys here: {', '.join(allowed)}")
+            else:
+                msg = f"bad value for '{key}': {err['msg']} (got {err.get('input')!r})"
+                allowed = _allowed(model, tuple(err["loc"]))
+                if allowed and err["type"] == "literal_error":
+                    msg += f"; allowed values: {', '.join(allowed)}"
+                lines.append(msg)
+        raise ConfigError(f"{source}: " + "; ".join(lines)) from None
+
+
+def load_config(path: str | Path, model: type[M]) -> M:
+    """Read a TOML file into ``model``; errors name the file and key."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"config file {str(p)!r} does not exist")
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{p}: not valid TOML: {e}") from None
+    return validate_config(data, model, source=str(p))

@@ -1,0 +1,211 @@
+"""Core data types: messages, turns, trajectories, groups, judge specs and judgements.
+
+Every type is a pydantic model: it validates what comes from outside (a JSONL file, a judge
+response, a plugin env) and round-trips through JSON unchanged (`to_json` / `from_json`).
+Each serialised object carries `schema_version`; readers accept older versions and upgrade.
+
+What this module does not do: it does not persist anything (see `rankgym.store`) and it does
+not compute scores or rewards (see `rankgym.judges` and `rankgym.trainer`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+SCHEMA_VERSION = 1
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+def new_id(prefix: str) -> str:
+    """A short random id such as ``traj-3f9a0c1b2d4e``."""
+    return f"{prefix}-{uuid.uuid4().hex[:12]}"
+
+
+def canonical_json(obj: Any) -> str:
+    """JSON with sorted keys and no whitespace: the input to every content hash."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def content_hash(obj: Any) -> str:
+    """SHA-256 (first 16 hex digits) of the canonical JSON of ``obj``."""
+    return hashlib.sha256(canonical_json(obj).encode("utf-8")).hexdigest()[:16]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+    def to_json(self) -> str:
+        return self.model_dump_json()
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]):
+        return cls.model_validate(data)
+
+    @classmethod
+    def from_json(cls, text: str | bytes):
+        return cls.model_validate_json(text)
+
+
+class ToolCallFunction(_Model):
+    name: str
+    arguments: str = "{}"
+    """JSON-encoded arguments, exactly as the OpenAI format carries them."""
+
+
+class ToolCall(_Model):
+    id: str
+    type: Literal["function"] = "function"
+    function: ToolCallFunction
+
+
+class Message(_Model):
+    """One chat message in OpenAI format."""
+
+    role: Role
+    content: str | None = None
+    tool_calls: list[ToolCall] | None = None
+    tool_call_id: str | None = None
+    name: str | None = None
+
+    def to_openai(self) -> dict[str, Any]:
+        """The dict an OpenAI-compatible API or chat template expects (None fields dropped)."""
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+class Turn(_Model):
+    """One assistant generation: the exact tokens the policy saw and produced.
+
+    ``completion_logprobs`` are the sampler's log-probabilities of ``completion_token_ids``
+    (needed for the GRPO importance ratio). ``message_index`` points at the assistant message
+    this turn produced inside ``Trajectory.messages``.
+    """
+
+    message_index: int
+    prompt_token_ids: list[int] = Field(default_factory=list)
+    completion_token_ids: list[int] = Field(default_factory=list)
+    completion_logprobs: list[float] = Field(default_factory=list)
+    policy: str | None = None
+    """Which policy (and adapter step) produced this turn, e.g. ``embedded@step3``."""
+
+    @field_validator("completion_logprobs")
+    @classmethod
+    def _finite(cls, v: list[float]) -> list[float]:
+        return [float(x) for x in v]
+
+
+class Trajectory(_Model):
+    """One full episode of an agent in an env, as the judge and the trainer see it."""
+
+    schema_version: int = SCHEMA_VERSION
+    id: str = Field(default_factory=lambda: new_id("traj"))
+    env_id: str
+    task_id: str
+    seed: int | None = None
+    messages: list[Message]
+    turns: list[Turn] = Field(default_factory=list)
+    verifiable_reward: float | None = None
+    metrics: dict[str, float | int | None] = Field(default_factory=dict)
+    hack_signals: list[str] = Field(default_factory=list)
+    truncated: bool = False
+    error: str | None = None
+
+    def content_hash(self) -> str:
+        """Hash of what the judge sees (messages only), independent of ids and metrics."""
+        return content_hash([m.to_openai() for m in self.messages])
+
+    def text(self) -> str:
+        """All message text and tool-call arguments, for full-text search."""
+        parts: list[str] = []
+        for m in self.messages:
+            if m.content:
+                parts.append(m.content)
+            for tc in m.tool_calls or []:
+                parts.append(f"{tc.function.name} {tc.function.arguments}")
+        return "\n".join(parts)
+
+
+class TrajectoryScore(_Model):
+    trajectory_id: str
+    score: float = Field(ge=0.0, le=1.0)
+    rationale: str = ""
+    hack_suspected: bool = False
+
+
+class Judgement(_Model):
+    """The judge's verdict on one group under one spec (possibly averaged over presentations).
+
+    ``status`` is ``"ok"`` or ``"unjudged"``; an unjudged group keeps its ``error`` and has no
+    scores. ``presentations`` holds each shuffled presentation's own scores and order when
+    ``--permutations K`` > 1.
+    """
+
+    schema_version: int = SCHEMA_VERSION
+    id: str = Field(default_factory=lambda: new_id("judg"))
+    group_id: str
+    spec_hash: str
+    status: Literal["ok", "unjudged"] = "ok"
+    scores: list[TrajectoryScore] = Field(default_factory=list)
+    presentations: list[dict[str, Any]] = Field(default_factory=list)
+    error: str | None = None
+    raw_response: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None
+    latency_s: float = 0.0
+    calls: int = 0
+    cached: bool = False
+
+    def score_map(self) -> dict[str, float]:
+        return {s.trajectory_id: s.score for s in self.scores}
+
+
+class Group(_Model):
+    """N trajectories of the same task, judged together in one comparison."""
+
+    schema_version: int = SCHEMA_VERSION
+    id: str = Field(default_factory=lambda: new_id("grp"))
+    run_id: str = "default"
+    step: int = 0
+    env_id: str
+    task_id: str
+    trajectories: list[Trajectory]
+    judgement: Judgement | None = None
+
+    def content_hash(self) -> str:
+        """Hash of the group as the judge sees it: task plus each trajectory's messages, by id."""
+        return content_hash(
+            {
+                "env": self.env_id,
+                "task": self.task_id,
+                "trajectories": {t.id: t.content_hash() for t in self.trajectories},
+            }
+        )
+
+
+class JudgeSpec(_Model):
+    """What produces a score: a LiteLLM model string, a comparison prompt, and parameters.
+
+    Identified by ``spec_hash`` (content hash of all three), stored with every score.
+    """
+
+    schema_version: int = SCHEMA_VERSION
+    model: str
+    rubric: str
+    temperature: float = 0.0
+    seed: int | None = 0
+    max_tokens: int = 2048
+    context_window: int | None = None
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def spec_hash(self) -> str:
+        return content_hash(self.model_dump(mode="json", exclude={"schema_version"}))
