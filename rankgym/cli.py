@@ -129,4 +129,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Re-import so `python -m rankgym.cli` shares UserError with the subcommand modules.
+    from rankgym.cli import main as _main
+
+    sys.exit(_main())

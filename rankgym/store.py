@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import sqlite_utils
+from pydantic import TypeAdapter
 
 from rankgym.types import Group, Judgement, JudgeSpec, Message, Trajectory, TrajectoryScore, Turn
 
@@ -109,6 +110,11 @@ MIGRATIONS: list[str] = [
     """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
+SEARCH_HITS_LIMIT = 10_000
+"""Group search looks at the most recent this-many matching trajectories (keeps it fast)."""
+
+_MESSAGES = TypeAdapter(list[Message])
+_TURNS = TypeAdapter(list[Turn])
 
 
 class StoreError(RuntimeError):
@@ -154,6 +160,8 @@ class Store:
         self.conn.row_factory = sqlite3.Row
         self.conn.execute("PRAGMA busy_timeout = 30000")
         self.conn.execute("PRAGMA foreign_keys = ON")
+        self.conn.execute("PRAGMA cache_size = -65536")
+        self.conn.execute("PRAGMA mmap_size = 268435456")
         if not readonly:
             self._retry(lambda: self.conn.execute("PRAGMA journal_mode = WAL"))
             self.conn.execute("PRAGMA synchronous = NORMAL")
@@ -355,8 +363,8 @@ class Store:
                     t.env_id,
                     t.task_id,
                     t.seed,
-                    json.dumps([m.to_openai() for m in t.messages], ensure_ascii=False),
-                    json.dumps([tu.to_dict() for tu in t.turns]),
+                    _MESSAGES.dump_json(t.messages, exclude_none=True).decode(),
+                    _TURNS.dump_json(t.turns).decode(),
                     t.verifiable_reward,
                     json.dumps(t.metrics),
                     int(t.truncated),
@@ -395,8 +403,8 @@ class Store:
                 env_id=r["env_id"],
                 task_id=r["task_id"],
                 seed=r["seed"],
-                messages=[Message.model_validate(m) for m in json.loads(r["messages"])],
-                turns=[Turn.model_validate(t) for t in json.loads(r["turns"])],
+                messages=_MESSAGES.validate_json(r["messages"]),
+                turns=_TURNS.validate_json(r["turns"]),
                 verifiable_reward=r["verifiable_reward"],
                 metrics=json.loads(r["metrics"]),
                 hack_signals=signals.get(r["id"], []),
@@ -477,7 +485,8 @@ class Store:
             if q:
                 clauses.append(
                     "g.id IN (SELECT t.group_id FROM trajectories t WHERE t.rowid IN "
-                    "(SELECT rowid FROM trajectories_fts WHERE trajectories_fts MATCH ?))"
+                    "(SELECT rowid FROM trajectories_fts WHERE trajectories_fts MATCH ? "
+                    f"ORDER BY rowid DESC LIMIT {SEARCH_HITS_LIMIT}))"
                 )
                 params.append(q)
         return ("WHERE " + " AND ".join(clauses)) if clauses else "", params
@@ -486,6 +495,7 @@ class Store:
         """One page of group summaries, newest first, with judged/labels/hack counts.
 
         Filters: run_id, step, env_id, spec_hash, labeled, hack_flagged, search, judged.
+        ``search`` considers the newest :data:`SEARCH_HITS_LIMIT` matching trajectories.
         """
         where, params = self._filters(**filters)
         sql = f"""
@@ -520,7 +530,10 @@ class Store:
         ]
 
     def search(self, query: str, limit: int = 50) -> list[dict[str, Any]]:
-        """Full-text search over trajectory content; returns ids and a highlighted snippet."""
+        """Full-text search over trajectory content, newest first, with a highlighted snippet.
+
+        Every word must match (words are quoted, so FTS operators in user input are inert).
+        """
         q = fts_query(query)
         if not q:
             return []
@@ -528,7 +541,7 @@ class Store:
             "SELECT t.id AS trajectory_id, t.group_id, "
             "snippet(trajectories_fts, 0, '[', ']', ' … ', 12) AS snippet "
             "FROM trajectories_fts f JOIN trajectories t ON t.rowid = f.rowid "
-            "WHERE trajectories_fts MATCH ? ORDER BY rank LIMIT ?",
+            "WHERE trajectories_fts MATCH ? ORDER BY f.rowid DESC LIMIT ?",
             (q, limit),
         )
 

@@ -1,0 +1,101 @@
+"""`rankgym dashboard`: serve the Streamlit dashboard over one store.
+
+It runs ``python -m streamlit run app.py`` in a child process bound to 127.0.0.1 unless
+``--host`` says otherwise, and waits for it (Ctrl-C stops it). It does not add authentication:
+binding to another address exposes every trajectory, and the labeling form, to that network.
+"""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from rankgym.cli import Command, UserError
+
+APP = Path(__file__).resolve().parent / "app.py"
+
+
+def streamlit_command(store: Path, host: str, port: int) -> list[str]:
+    """The exact command line `rankgym dashboard` runs."""
+    return [
+        sys.executable, "-m", "streamlit", "run", str(APP),
+        "--server.address", host,
+        "--server.port", str(port),
+        "--server.headless", "true",
+        "--server.fileWatcherType", "none",
+        "--browser.gatherUsageStats", "false",
+        "--", "--store", str(store),
+    ]  # fmt: skip
+
+
+def _add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--store", required=True, help="path of the SQLite store to browse")
+    p.add_argument("--port", type=int, default=8501, help="TCP port (default 8501)")
+    p.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to bind (default 127.0.0.1: this machine only; there is no login)",
+    )
+
+
+def _check_port(host: str, port: int) -> None:
+    if not 1 <= port <= 65535:
+        raise UserError(f"--port {port} is not a TCP port; use 1..65535")
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
+        try:
+            sock.bind((host, port))
+        except OSError as e:
+            if e.errno == errno.EADDRINUSE:
+                raise UserError(
+                    f"port {port} on {host} is already in use; pass another --port"
+                ) from None
+            raise UserError(f"cannot bind {host}:{port} ({e.strerror}); check --host") from None
+
+
+def _run(args: argparse.Namespace) -> dict[str, Any]:
+    from rankgym.store import Store, StoreError
+
+    store = Path(args.store).expanduser().resolve()
+    if not store.is_file():
+        raise UserError(
+            f"store {args.store!r} does not exist; create one with `rankgym rollout --store "
+            f"{args.store} ...`, or try the sample: python -c \"from rankgym.dashboard.sample "
+            f"import build_sample_store; build_sample_store('{args.store}')\""
+        )
+    try:
+        Store(store, readonly=True).close()
+    except StoreError as e:
+        raise UserError(str(e)) from None
+    _check_port(args.host, args.port)
+    cmd = streamlit_command(store, args.host, args.port)
+    url = f"http://{args.host}:{args.port}"
+    if not args.quiet:
+        print(f"rankgym dashboard: serving {store} at {url} (Ctrl-C to stop)", flush=True)
+        if args.host not in ("127.0.0.1", "localhost", "::1"):
+            print(
+                f"rankgym dashboard: warning: bound to {args.host}; the dashboard has no login.",
+                file=sys.stderr,
+            )
+    env = dict(os.environ, RANKGYM_STORE=str(store))
+    proc = subprocess.Popen(cmd, env=env)
+    try:
+        rc = proc.wait()
+    except KeyboardInterrupt:
+        proc.terminate()
+        try:
+            rc = proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            rc = proc.wait()
+    if rc not in (0, -15, 130) and rc is not None:
+        raise UserError(f"streamlit exited with status {rc}; see its messages above")
+    return {"store": str(store), "url": url, "exit_code": rc}
+
+
+DASHBOARD = Command("dashboard", "open the Streamlit dashboard", _add_arguments, _run)

@@ -1,0 +1,282 @@
+"""What the dashboard reads from (and the one thing it writes to) the store.
+
+The app opens the store read-only once per script run (``Store(path, readonly=True)``, which
+never blocks a trainer writing the same file) and hands it to the pages through
+:func:`reader`. Aggregates that scan many rows are cached with ``st.cache_data`` keyed on the
+store path and :func:`store_version` (size and mtime of the database and its WAL), so a page
+reload is cheap and any write, by a trainer or by a labeler, invalidates them.
+
+Labels are the only write: :func:`write_label` opens a short-lived read-write ``Store`` for one
+``add_human_ranking`` transaction, so two labelers on the same group both keep their rows.
+
+What it does not do: it does not compute agreement statistics (``rankgym.judges.agreement``
+does) and it does not render anything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from rankgym.store import Store
+
+STORE_ENV = "RANKGYM_STORE"
+_local = threading.local()
+
+
+def store_path(argv: list[str] | None = None) -> Path | None:
+    """The store path from ``--store PATH`` in the script arguments, else ``$RANKGYM_STORE``."""
+    import sys
+
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--store")
+    args, _ = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
+    value = args.store or os.environ.get(STORE_ENV)
+    return Path(value).expanduser() if value else None
+
+
+@contextlib.contextmanager
+def serving(store: Store) -> Iterator[Store]:
+    """Make ``store`` this script run's :func:`reader`; close it when the run ends."""
+    _local.store = store
+    try:
+        yield store
+    finally:
+        _local.store = None
+        store.close()
+
+
+def reader() -> Store:
+    """The read-only store of the current script run (opened by the app's entry point)."""
+    s = getattr(_local, "store", None)
+    if s is None:
+        raise RuntimeError("no store is open; run the dashboard through dashboard/app.py")
+    return s
+
+
+def store_version(path: str | Path) -> tuple[int, ...]:
+    """A token that changes whenever the store file or its WAL changes (cache key)."""
+    out: list[int] = []
+    for suffix in ("", "-wal"):
+        try:
+            st_ = os.stat(f"{path}{suffix}")
+            out += [st_.st_mtime_ns, st_.st_size]
+        except FileNotFoundError:
+            out += [0, 0]
+    return tuple(out)
+
+
+def cache_key() -> tuple[str, tuple[int, ...]]:
+    """(path, version) of the current store, the first argument of every cached query."""
+    s = reader()
+    return str(s.path), store_version(s.path)
+
+
+def write_label(
+    path: str | Path,
+    group_id: str,
+    labeler: str,
+    ranking: dict[str, float],
+    *,
+    skipped: bool = False,
+) -> int:
+    """Write one blind human ranking (or a skip) in its own transaction; returns the row id."""
+    with Store(path) as s:
+        row = s.add_human_ranking(group_id, labeler, ranking, blind=True, skipped=skipped)
+    st.cache_data.clear()
+    return row
+
+
+# ---------------------------------------------------------------------- cached lookups
+@st.cache_data(ttl=600, show_spinner=False, max_entries=64)
+def runs(key: tuple) -> pd.DataFrame:
+    """Runs with their group count, newest first."""
+    rows = reader().query(
+        "SELECT r.id, r.name, r.kind, r.created_at,"
+        " (SELECT COUNT(*) FROM groups g WHERE g.run_id = r.id) AS groups,"
+        " (SELECT COUNT(*) FROM steps s WHERE s.run_id = r.id) AS logged_steps"
+        " FROM runs r ORDER BY r.created_at DESC"
+    )
+    df = pd.DataFrame(rows, columns=["id", "name", "kind", "created_at", "groups", "logged_steps"])
+    df["created_at"] = pd.to_datetime(df["created_at"], unit="s")
+    return df
+
+
+@st.cache_data(ttl=600, show_spinner=False, max_entries=64)
+def env_ids(key: tuple, run_id: str | None = None) -> list[str]:
+    if run_id is None:
+        rows = reader().query("SELECT DISTINCT env_id FROM groups ORDER BY env_id")
+    else:
+        rows = reader().query(
+            "SELECT DISTINCT env_id FROM groups WHERE run_id = ? ORDER BY env_id", (run_id,)
+        )
+    return [r["env_id"] for r in rows]
+
+
+@st.cache_data(ttl=600, show_spinner=False, max_entries=64)
+def steps_of(key: tuple, run_id: str) -> list[int]:
+    rows = reader().query(
+        "SELECT DISTINCT step FROM groups WHERE run_id = ? ORDER BY step", (run_id,)
+    )
+    return [r["step"] for r in rows]
+
+
+@st.cache_data(ttl=600, show_spinner=False, max_entries=64)
+def judge_specs(key: tuple) -> list[dict[str, Any]]:
+    """Judge specs (hash, model), with how many groups each judged successfully."""
+    rows = reader().query(
+        "SELECT js.hash, js.model, js.created_at,"
+        " (SELECT COUNT(DISTINCT j.group_id) FROM judgements j"
+        "   WHERE j.spec_hash = js.hash AND j.status = 'ok') AS groups"
+        " FROM judge_specs js ORDER BY js.created_at"
+    )
+    return rows
+
+
+def spec_label(spec: dict[str, Any]) -> str:
+    return f"{spec['model']} · {spec['hash'][:8]}"
+
+
+@st.cache_data(ttl=600, show_spinner=False, max_entries=64)
+def step_metrics(key: tuple, run_id: str) -> pd.DataFrame:
+    """The metrics the trainer logged per step (``Store.log_step``), one row per step."""
+    rows = reader().steps(run_id)
+    records = []
+    for r in rows:
+        rec: dict[str, Any] = {"step": r["step"]}
+        for k, v in (r["metrics"] or {}).items():
+            if isinstance(v, bool):
+                rec[k] = float(v)
+            elif isinstance(v, int | float):
+                rec[k] = v
+        records.append(rec)
+    return pd.DataFrame(records).set_index("step") if records else pd.DataFrame()
+
+
+@st.cache_data(ttl=600, show_spinner=False, max_entries=64)
+def store_curves(key: tuple, run_id: str) -> dict[str, pd.DataFrame]:
+    """Per-step aggregates computed from the stored groups themselves.
+
+    Returns frames indexed by step: ``judge`` (mean judge score per spec), ``verifiable``
+    (mean verifiable reward and zero-variance groups), ``judge_ops`` (cost, latency,
+    unjudged groups, zero-variance judged groups per spec). Works for rollout-only runs that
+    logged no step metrics.
+    """
+    s = reader()
+    judge = s.query(
+        "SELECT g.step, j.spec_hash, AVG(s.score) AS score,"
+        " MAX(s.score) - MIN(s.score) AS spread"
+        " FROM groups g JOIN judgements j ON j.group_id = g.id AND j.status = 'ok'"
+        " JOIN scores s ON s.judgement_id = j.id"
+        " WHERE g.run_id = ? GROUP BY g.step, j.spec_hash",
+        (run_id,),
+    )
+    per_judgement = s.query(
+        "SELECT g.step, j.spec_hash, j.status, j.cost_usd, j.latency_s,"
+        " (SELECT MAX(s.score) - MIN(s.score) FROM scores s WHERE s.judgement_id = j.id)"
+        "   AS spread"
+        " FROM groups g JOIN judgements j ON j.group_id = g.id WHERE g.run_id = ?",
+        (run_id,),
+    )
+    verif = s.query(
+        "SELECT step, AVG(mean_r) AS verifiable_reward, COUNT(*) AS groups,"
+        " SUM(CASE WHEN spread = 0 THEN 1 ELSE 0 END) AS zero_variance_groups"
+        " FROM (SELECT g.step, AVG(t.verifiable_reward) AS mean_r,"
+        "   MAX(t.verifiable_reward) - MIN(t.verifiable_reward) AS spread"
+        "   FROM groups g JOIN trajectories t ON t.group_id = g.id"
+        "   WHERE g.run_id = ? AND t.verifiable_reward IS NOT NULL GROUP BY g.id)"
+        " GROUP BY step ORDER BY step",
+        (run_id,),
+    )
+    specs = {r["hash"]: spec_label(r) for r in judge_specs(key)}
+    out: dict[str, pd.DataFrame] = {}
+    jdf = pd.DataFrame(judge, columns=["step", "spec_hash", "score", "spread"])
+    if not jdf.empty:
+        jdf["judge"] = jdf["spec_hash"].map(lambda h: "judge " + specs.get(h, h[:8]))
+        out["judge"] = jdf.pivot_table(index="step", columns="judge", values="score")
+    vdf = pd.DataFrame(
+        verif, columns=["step", "verifiable_reward", "groups", "zero_variance_groups"]
+    )
+    if not vdf.empty:
+        out["verifiable"] = vdf.set_index("step")
+    pj = pd.DataFrame(
+        per_judgement, columns=["step", "spec_hash", "status", "cost_usd", "latency_s", "spread"]
+    )
+    if not pj.empty:
+        pj["judge"] = pj["spec_hash"].map(lambda h: specs.get(h, h[:8]))
+        pj["ok"] = pj["status"] == "ok"
+        pj["zero_var"] = pj["ok"] & (pj["spread"].fillna(0) <= 1e-9)
+        ops = pj.groupby(["step", "judge"]).agg(
+            cost_usd=("cost_usd", "sum"),
+            latency_s=("latency_s", "mean"),
+            unjudged=("ok", lambda x: int((~x).sum())),
+            zero_variance_judged=("zero_var", "sum"),
+        )
+        out["judge_ops"] = ops.reset_index()
+    return out
+
+
+@st.cache_data(ttl=600, show_spinner=False, max_entries=64)
+def judge_top_verifier_failed(
+    key: tuple, run_id: str | None, threshold: float, limit: int = 200
+) -> pd.DataFrame:
+    """Trajectories a judge scored highest in their group (strictly above the group minimum)
+    whose verifiable reward is below ``threshold``; newest groups first."""
+    where = "AND g.run_id = ?" if run_id else ""
+    params: tuple = (threshold, run_id, limit) if run_id else (threshold, limit)
+    rows = reader().query(
+        "SELECT g.id AS group_id, s.trajectory_id, j.spec_hash, s.score AS judge_score,"
+        " t.verifiable_reward, g.run_id, g.step, g.env_id, g.task_id"
+        " FROM (SELECT judgement_id, MAX(score) AS mx, MIN(score) AS mn FROM scores"
+        "   GROUP BY judgement_id) m"
+        " JOIN judgements j ON j.id = m.judgement_id AND j.status = 'ok'"
+        " JOIN scores s ON s.judgement_id = m.judgement_id AND s.score = m.mx"
+        " JOIN trajectories t ON t.id = s.trajectory_id"
+        " JOIN groups g ON g.id = j.group_id"
+        " WHERE m.mx > m.mn AND t.verifiable_reward IS NOT NULL AND t.verifiable_reward < ?"
+        f" {where} ORDER BY g.created_at DESC LIMIT ?",
+        params,
+    )
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "group_id",
+            "trajectory_id",
+            "spec_hash",
+            "judge_score",
+            "verifiable_reward",
+            "run_id",
+            "step",
+            "env_id",
+            "task_id",
+        ],
+    )
+
+
+@st.cache_data(ttl=600, show_spinner=False, max_entries=64)
+def hack_signal_rows(key: tuple, run_id: str | None, limit: int = 500) -> pd.DataFrame:
+    """Recorded hack signals plus judge ``hack_suspected`` flags, newest groups first."""
+    s = reader()
+    rows = s.hack_signals(run_id=run_id, limit=limit)
+    where = "AND g.run_id = ?" if run_id else ""
+    params: tuple = (run_id, limit) if run_id else (limit,)
+    rows += [
+        dict(r, name="judge: hack_suspected")
+        for r in s.query(
+            "SELECT s.trajectory_id, g.id AS group_id, s.rationale AS detail, g.run_id, g.step,"
+            " g.env_id, g.task_id FROM scores s JOIN judgements j ON j.id = s.judgement_id"
+            " JOIN groups g ON g.id = j.group_id WHERE s.hack_suspected = 1"
+            f" {where} ORDER BY g.created_at DESC LIMIT ?",
+            params,
+        )
+    ]
+    cols = ["name", "trajectory_id", "group_id", "detail", "run_id", "step", "env_id", "task_id"]
+    return pd.DataFrame(rows, columns=cols)

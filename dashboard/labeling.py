@@ -1,0 +1,132 @@
+"""Blind-ranking logic: which group a labeler sees next, in which order, and what they submit.
+
+The queue samples across runs and envs: it picks a (run, env) stratum uniformly at random
+among those with groups left for this labeler, then a uniformly random group inside it, so a
+large run does not crowd a small one out. Groups the labeler already ranked or skipped are
+never offered again; by default groups that anyone has ranked are left out too (tick "include
+labeled" to collect second opinions for human-vs-human agreement).
+
+What it does not do: it does not lock a group while someone ranks it. Two labelers can get the
+same group at once; both rankings are kept (``Store.add_human_ranking`` appends).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from typing import Any
+
+from rankgym.store import Store
+
+
+def _filters(
+    labeler: str,
+    run_id: str | None,
+    env_id: str | None,
+    include_labeled: bool,
+    judged_only: bool,
+) -> tuple[str, list[Any]]:
+    clauses = [
+        "NOT EXISTS (SELECT 1 FROM human_rankings h WHERE h.group_id = g.id AND h.labeler = ?)"
+    ]
+    params: list[Any] = [labeler]
+    if run_id is not None:
+        clauses.append("g.run_id = ?")
+        params.append(run_id)
+    if env_id is not None:
+        clauses.append("g.env_id = ?")
+        params.append(env_id)
+    if not include_labeled:
+        clauses.append(
+            "NOT EXISTS (SELECT 1 FROM human_rankings h WHERE h.group_id = g.id AND h.skipped = 0)"
+        )
+    if judged_only:
+        clauses.append(
+            "EXISTS (SELECT 1 FROM judgements j WHERE j.group_id = g.id AND j.status = 'ok')"
+        )
+    clauses.append("g.n_trajectories >= 2")
+    return "WHERE " + " AND ".join(clauses), params
+
+
+def queue_strata(
+    store: Store,
+    labeler: str,
+    *,
+    run_id: str | None = None,
+    env_id: str | None = None,
+    include_labeled: bool = False,
+    judged_only: bool = True,
+) -> list[dict[str, Any]]:
+    """(run_id, env_id, n) for every stratum with groups left to this labeler."""
+    where, params = _filters(labeler, run_id, env_id, include_labeled, judged_only)
+    return store.query(
+        f"SELECT g.run_id, g.env_id, COUNT(*) AS n FROM groups g {where}"
+        " GROUP BY g.run_id, g.env_id ORDER BY g.run_id, g.env_id",
+        params,
+    )
+
+
+def next_group(
+    store: Store,
+    labeler: str,
+    *,
+    run_id: str | None = None,
+    env_id: str | None = None,
+    include_labeled: bool = False,
+    judged_only: bool = True,
+    exclude: set[str] | frozenset[str] = frozenset(),
+    rng: random.Random | None = None,
+) -> str | None:
+    """A group id for ``labeler`` to rank next, or ``None`` when the queue is empty.
+
+    ``exclude`` holds ids already shown in this session (e.g. skipped without writing).
+    """
+    rng = rng or random.Random()
+    strata = queue_strata(
+        store, labeler, run_id=run_id, env_id=env_id, include_labeled=include_labeled,
+        judged_only=judged_only,
+    )
+    rng.shuffle(strata)
+    where, params = _filters(labeler, run_id, env_id, include_labeled, judged_only)
+    for stratum in strata:
+        sql = (
+            f"SELECT g.id FROM groups g {where} AND g.run_id = ? AND g.env_id = ?"
+            " ORDER BY g.rowid LIMIT ? OFFSET ?"
+        )
+        base = [*params, stratum["run_id"], stratum["env_id"]]
+        start = rng.randrange(stratum["n"])
+        rows = store.query(sql, (*base, 32, start))
+        if len(rows) < 32 and start:
+            rows += store.query(sql, (*base, 32, 0))
+        for r in rows:
+            if r["id"] not in exclude:
+                return r["id"]
+    return None
+
+
+def presentation_order(group_id: str, labeler: str, n: int) -> list[int]:
+    """A shuffled order of ``n`` trajectories, fixed per (group, labeler) so reruns agree."""
+    seed = int(hashlib.sha256(f"{group_id}\0{labeler}".encode()).hexdigest()[:12], 16)
+    order = list(range(n))
+    random.Random(seed).shuffle(order)
+    return order
+
+
+def ranking_from_choices(choices: dict[str, int | None]) -> dict[str, float]:
+    """Validate a labeler's rank per trajectory id (1 = best, equal = tie).
+
+    Raises ``ValueError`` naming how many trajectories still lack a rank.
+    """
+    missing = [k for k, v in choices.items() if v is None]
+    if missing:
+        raise ValueError(
+            f"{len(missing)} of {len(choices)} trajectories have no rank yet; give each one a "
+            "rank (equal ranks are ties) or skip the group."
+        )
+    return {k: float(v) for k, v in choices.items() if v is not None}
+
+
+def competition_ranks(scores: dict[str, float]) -> dict[str, float]:
+    """Scores to ranks (1 = highest; ties share the best rank: 0.9, 0.9, 0.5 -> 1, 1, 3)."""
+    values = sorted(scores.values(), reverse=True)
+    return {k: float(values.index(v) + 1) for k, v in scores.items()}

@@ -1,1 +1,0 @@
-"""rankgym.dashboard.pages"""

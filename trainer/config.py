@@ -1,0 +1,142 @@
+"""`rankgym train` configuration: one TOML file validated into :class:`TrainConfig`.
+
+Unknown keys are errors (``extra="forbid"``) and every error names the key (see
+``rankgym.config.load_config``). Relative paths in the file are resolved against the current
+directory, not the config file's. Defaults are the CPU demo settings; samples/configs/ has a CPU
+and a GPU file per built-in env.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from rankgym.config import load_config
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class EnvSection(_Section):
+    id: str = "rankgym/ToolUse-v0"
+    """Registered env id (``rankgym envs`` lists them)."""
+    kwargs: dict[str, Any] = Field(default_factory=dict)
+    """Passed to the env constructor, e.g. ``{tier = "easy"}``."""
+    split: str = "train"
+    tasks_per_step: int = Field(4, ge=1)
+    group_size: int = Field(4, ge=2)
+    """Trajectories per task (GRPO's N); at least 2, or there is nothing to compare."""
+    max_turns: int | None = Field(None, ge=1)
+    """Override the env's own turn limit."""
+
+
+class PolicySection(_Section):
+    model: str = "embedded"
+    """``embedded`` (SmolLM2-135M-Instruct) or a local transformers model directory."""
+    dtype: Literal["float32", "bfloat16"] = "float32"
+    """Weight dtype of the trained model (LoRA weights and optimizer state are fp32)."""
+    device: str = "cpu"
+    max_new_tokens: int = Field(64, ge=1)
+    temperature: float = Field(1.0, ge=0.0)
+    top_p: float = Field(1.0, gt=0.0, le=1.0)
+
+
+class LoraSection(_Section):
+    r: int = Field(16, ge=1)
+    alpha: int = Field(32, ge=1)
+    dropout: float = Field(0.0, ge=0.0, lt=1.0)
+    target_modules: list[str] = Field(
+        default_factory=lambda: [
+            "q_proj",
+            "k_proj",
+            "v_proj",
+            "o_proj",
+            "gate_proj",
+            "up_proj",
+            "down_proj",
+        ]
+    )
+
+
+class JudgeSection(_Section):
+    model: str = "local/smollm2"
+    """Any LiteLLM model string; ``local/smollm2`` is the embedded (weak) judge."""
+    rubric: str | None = None
+    """Path of a rubric (comparison prompt) file; the judge's default rubric if unset."""
+    permutations: int = Field(1, ge=1)
+    concurrency: int = Field(1, ge=1)
+
+
+class RewardSection(_Section):
+    kind: Literal["judge", "verifiable", "judge+verifiable"] = "judge"
+    verifiable_weight: float = Field(0.5, ge=0.0, le=1.0)
+    """For ``judge+verifiable``: reward = (1-w) * judge + w * verifiable."""
+    scale_rewards: Literal["group", "batch", "none"] = "group"
+
+
+class LossSection(_Section):
+    type: Literal["grpo", "dr_grpo", "dapo"] = "dapo"
+    epsilon: float = Field(0.2, gt=0.0)
+    epsilon_high: float | None = Field(None, gt=0.0)
+    importance_sampling_level: Literal["token", "sequence"] = "token"
+    beta: float = Field(0.0, ge=0.0)
+    """KL coefficient to the base model (adapter disabled); 0 skips the reference pass."""
+    max_completion_length: int | None = Field(None, ge=1)
+    """dr_grpo normaliser; default ``policy.max_new_tokens * max_turns``."""
+
+
+class OptimSection(_Section):
+    lr: float = Field(2e-5, gt=0.0)
+    weight_decay: float = Field(0.0, ge=0.0)
+    betas: tuple[float, float] = (0.9, 0.99)
+    warmup_steps: int = Field(0, ge=0)
+    max_grad_norm: float = Field(1.0, gt=0.0)
+    micro_batch_size: int = Field(4, ge=1)
+    """Trajectories per forward/backward; gradients accumulate over the whole step."""
+    num_iterations: int = Field(1, ge=1)
+    """Optimizer steps per batch of rollouts (TRL's mu)."""
+    bf16: Literal["auto", "on", "off"] = "auto"
+    """bf16 autocast: ``auto`` = on where the processor has native bf16 (CUDA, AVX512-BF16, AMX)."""
+    gradient_checkpointing: bool = False
+
+
+class EvalSection(_Section):
+    split: str = "test"
+    tasks: int = Field(30, ge=1)
+    samples: int = Field(2, ge=1)
+    """Samples per task (seeded, paired between base and adapter)."""
+    temperature: float = Field(0.7, ge=0.0)
+    every: int = Field(0, ge=0)
+    """Evaluate held-out success every N steps during training (0 = only at the end if enabled)."""
+    at_end: bool = False
+
+
+class TrainConfig(_Section):
+    name: str | None = None
+    seed: int = 0
+    steps: int = Field(8, ge=1)
+    out_dir: str = "runs/train"
+    """Checkpoints, the final adapter and ``run.json`` go here."""
+    store: str | None = None
+    """SQLite store path; default ``<out_dir>/store.db``."""
+    keep_checkpoints: int = Field(2, ge=1)
+    env: EnvSection = Field(default_factory=EnvSection)
+    policy: PolicySection = Field(default_factory=PolicySection)
+    lora: LoraSection = Field(default_factory=LoraSection)
+    judge: JudgeSection = Field(default_factory=JudgeSection)
+    reward: RewardSection = Field(default_factory=RewardSection)
+    loss: LossSection = Field(default_factory=LossSection)
+    optim: OptimSection = Field(default_factory=OptimSection)
+    eval: EvalSection = Field(default_factory=EvalSection)
+
+    @property
+    def store_path(self) -> str:
+        return self.store or str(Path(self.out_dir) / "store.db")
+
+
+def load_train_config(path: str | Path) -> TrainConfig:
+    """Read and validate a training TOML file (errors name the key)."""
+    return load_config(path, TrainConfig)
