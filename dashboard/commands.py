@@ -30,6 +30,7 @@ def streamlit_command(store: Path, host: str, port: int) -> list[str]:
         "--server.headless", "true",
         "--server.fileWatcherType", "none",
         "--browser.gatherUsageStats", "false",
+        "--client.toolbarMode", "viewer",
         "--", "--store", str(store),
     ]  # fmt: skip
 

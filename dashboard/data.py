@@ -19,6 +19,7 @@ import argparse
 import contextlib
 import os
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -74,10 +75,26 @@ def store_version(path: str | Path) -> tuple[int, ...]:
     return tuple(out)
 
 
-def cache_key() -> tuple[str, tuple[int, ...]]:
-    """(path, version) of the current store, the first argument of every cached query."""
-    s = reader()
-    return str(s.path), store_version(s.path)
+KEY_REFRESH_S = 5.0
+"""How long a cache key is reused before the store files are stat'ed again."""
+_keys: dict[str, tuple[float, tuple[int, ...]]] = {}
+_keys_lock = threading.Lock()
+
+
+def cache_key(*, refresh: bool = False) -> tuple[str, tuple[int, ...]]:
+    """(path, version) of the current store, the first argument of every cached query.
+
+    The version is re-read at most every :data:`KEY_REFRESH_S` seconds (or when ``refresh``),
+    so a trainer writing every second does not turn every page load into a cold one.
+    """
+    path = str(reader().path)
+    now = time.monotonic()
+    with _keys_lock:
+        hit = _keys.get(path)
+        if refresh or hit is None or now - hit[0] > KEY_REFRESH_S:
+            hit = (now, store_version(path))
+            _keys[path] = hit
+    return path, hit[1]
 
 
 def write_label(
@@ -91,7 +108,8 @@ def write_label(
     """Write one blind human ranking (or a skip) in its own transaction; returns the row id."""
     with Store(path) as s:
         row = s.add_human_ranking(group_id, labeler, ranking, blind=True, skipped=skipped)
-    st.cache_data.clear()
+    with _keys_lock:
+        _keys.pop(str(path), None)  # the labeler sees their own label on the next run
     return row
 
 
@@ -280,3 +298,27 @@ def hack_signal_rows(key: tuple, run_id: str | None, limit: int = 500) -> pd.Dat
     ]
     cols = ["name", "trajectory_id", "group_id", "detail", "run_id", "step", "env_id", "task_id"]
     return pd.DataFrame(rows, columns=cols)
+
+
+AGREEMENT_RESAMPLES = 1000
+"""Bootstrap resamples for the dashboard's CIs (``rankgym agreement`` defaults to 2000)."""
+
+
+@st.cache_data(ttl=600, show_spinner="Computing agreement…", max_entries=64)
+def agreement(key: tuple, spec_hash: str | None, env_id: str | None) -> dict[str, Any]:
+    """``rankgym.judges.agreement.agreement_report`` for one spec and env (cached)."""
+    from rankgym.judges.agreement import agreement_report
+
+    return agreement_report(
+        reader(), spec_hash=spec_hash, env_id=env_id, n_resamples=AGREEMENT_RESAMPLES
+    )
+
+
+@st.cache_data(ttl=600, show_spinner=False, max_entries=64)
+def disagreement_rows(
+    key: tuple, spec_hash: str | None, env_id: str | None, limit: int = 20
+) -> list[dict[str, Any]]:
+    """``rankgym.judges.agreement.disagreements`` (cached): worst-agreeing groups first."""
+    from rankgym.judges.agreement import disagreements
+
+    return disagreements(reader(), spec_hash=spec_hash, env_id=env_id, limit=limit)

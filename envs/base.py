@@ -29,7 +29,6 @@ from typing import Any, ClassVar
 
 import gymnasium
 from pydantic import BaseModel, ConfigDict, Field
-
 from rankgym.envs.spaces import AssistantActionSpace, MessagesSpace, is_assistant_action
 from rankgym.envs.toolcalls import parse_text, protocol_prompt
 from rankgym.envs.tools import Tool, ToolBox, ToolResult
@@ -93,7 +92,7 @@ class Env(gymnasium.Env[list[dict[str, Any]], dict[str, Any] | str]):
     success_threshold: float = 1.0
     splits: ClassVar[tuple[str, ...]] = ("train", "test")
     system_prompt: str = "You are a helpful assistant."
-    tools: ClassVar[Sequence[Callable[..., Any] | Tool]] = ()
+    tools: Sequence[Callable[..., Any] | Tool] = ()
     text_protocol_in_prompt: bool = True
     """Append the text tool-call protocol and tool list to the system prompt (see docs)."""
 
@@ -255,6 +254,7 @@ class Env(gymnasium.Env[list[dict[str, Any]], dict[str, Any] | str]):
             "tool_calls": len(calls),
             "tool_errors": sum(not r.ok for r in results),
             "parse_errors": list(parse_errors),
+            "assistant_message": copy.deepcopy(msg),
             "verifiable_reward": None,
             "hack_signals": list(st.hack_signals),
         }

@@ -40,6 +40,7 @@ __all__ = [
     "parse_tool_calls",
     "has_tool_call_markup",
     "protocol_prompt",
+    "loads_lenient",
 ]
 
 _OPEN = "<tool_call>"
@@ -97,7 +98,7 @@ def parse_text(text: str) -> ParsedText:
     else:
         spans: list[tuple[int, int]] = []
         for start, end in _json_object_spans(text):
-            found = _calls_from_obj(_load(text[start:end]), require_args=True)
+            found = _calls_from_obj(loads_lenient(text[start:end]), require_args=True)
             if found:
                 raw.extend(found)
                 spans.append((start, end))
@@ -160,11 +161,11 @@ def _calls_from_block(body: str, allow_python_call: bool) -> list[dict[str, Any]
     fenced = _FENCE_RE.search(body)
     if fenced and fenced.group(1).strip():
         body = fenced.group(1).strip()
-    obj = _load(body)
+    obj = loads_lenient(body)
     if obj is None:
         # Text around the JSON inside the tag ("Calling: {...}"): take the first object.
         for start, end in _json_object_spans(body):
-            obj = _load(body[start:end])
+            obj = loads_lenient(body[start:end])
             if obj is not None:
                 break
     if obj is not None:
@@ -197,7 +198,7 @@ def _calls_from_obj(obj: Any, require_args: bool) -> list[dict[str, Any]]:
     else:
         args = obj[arg_key]
     if isinstance(args, str):
-        decoded = _load(args) if args.strip() else {}
+        decoded = loads_lenient(args) if args.strip() else {}
         args = decoded if isinstance(decoded, dict) else None
     if args is None:
         args = {}
@@ -225,7 +226,7 @@ def _python_call(body: str) -> dict[str, Any] | None:
     return {"name": node.func.id, "arguments": args}
 
 
-def _load(text: str) -> Any:
+def loads_lenient(text: str) -> Any:
     """JSON, else a Python literal (single quotes, True/None), else JSON-ish fixed up; or None."""
     text = text.strip()
     if not text:

@@ -25,6 +25,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
+from rankgym.envs.toolcalls import loads_lenient
+
 __all__ = ["Tool", "ToolResult", "ToolBox", "tool", "as_tool", "parse_docstring"]
 
 _MARK = "__rankgym_tool__"
@@ -145,17 +147,23 @@ class Tool:
         }
 
     def validate(self, arguments: str | dict[str, Any] | None) -> dict[str, Any]:
-        """Decode and validate arguments; raises ValueError with an agent-readable message."""
+        """Decode and validate arguments; raises ValueError with an agent-readable message.
+
+        A string is decoded as JSON, or leniently (single quotes, trailing commas) like the
+        text protocol; the decoded value must be an object.
+        """
+        allowed = ", ".join(a for _, a in self._aliases) or "none"
         if arguments is None or (isinstance(arguments, str) and not arguments.strip()):
             arguments = {}
         if isinstance(arguments, str):
-            try:
-                arguments = json.loads(arguments)
-            except ValueError as e:
-                raise ValueError(f"arguments are not valid JSON ({e})") from None
+            decoded = loads_lenient(arguments)
+            if decoded is None:
+                raise ValueError(f"arguments are not valid JSON (parameters: {allowed})")
+            arguments = decoded
         if not isinstance(arguments, dict):
             raise ValueError(
-                f"arguments must be a JSON object, got {type(arguments).__name__}"
+                f"arguments must be a JSON object, got {type(arguments).__name__} "
+                f"(parameters: {allowed})"
             )
         assert self._model is not None
         try:
@@ -165,7 +173,6 @@ class Tool:
                 f"{'.'.join(str(x) for x in err['loc']) or 'arguments'}: {err['msg']}"
                 for err in e.errors()
             )
-            allowed = ", ".join(a for _, a in self._aliases) or "none"
             raise ValueError(f"{problems} (parameters: {allowed})") from None
         return {alias: getattr(parsed, key) for key, alias in self._aliases}
 

@@ -48,14 +48,15 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from rankgym.judges.prompt import (
+from rankgym.types import Group, Judgement, JudgeSpec, TrajectoryScore, content_hash
+
+from .prompt import (
     PROMPT_FORMAT,
     JudgePrompt,
     build_prompt,
     count_tokens,
     default_rubric,
 )
-from rankgym.types import Group, Judgement, JudgeSpec, TrajectoryScore, content_hash
 
 log = logging.getLogger(__name__)
 
@@ -120,7 +121,9 @@ class RetryPolicy:
         return d * (0.75 + 0.25 * random.random())
 
 
-def default_spec(model: str = "local/smollm2", rubric: str | None = None, **params: Any) -> JudgeSpec:
+def default_spec(
+    model: str = "local/smollm2", rubric: str | None = None, **params: Any
+) -> JudgeSpec:
     """A :class:`JudgeSpec` for ``model`` with the default rubric (or ``rubric`` text).
 
     ``params`` override JudgeSpec fields (``temperature``, ``seed``, ``max_tokens``,
@@ -223,7 +226,9 @@ def parse_judge_output(text: str, labels: list[str]) -> dict[str, _Item]:
 # --------------------------------------------------------------------------- helpers
 
 
-def presentation_orders(ids: list[str], k: int, seed: int | None, group_hash: str) -> list[list[str]]:
+def presentation_orders(
+    ids: list[str], k: int, seed: int | None, group_hash: str
+) -> list[list[str]]:
     """``k`` presentation orders: the given order, then distinct deterministic shuffles."""
     orders = [list(ids)]
     rng = random.Random(f"{seed}:{group_hash}")
@@ -271,7 +276,7 @@ def _describe(e: BaseException) -> str:
 def ensure_provider(model: str) -> None:
     """Register the embedded ``local/`` provider with LiteLLM when ``model`` needs it."""
     if model.startswith(LOCAL_PREFIX):
-        from rankgym.judges.local_provider import register
+        from .local_provider import register
 
         register()
 
@@ -662,7 +667,9 @@ async def judge_groups(
             j = await judge.judge(g, permutations)
         except Exception as e:  # a bug or a store error must not lose the other groups
             log.exception("judging group %s failed", g.id)
-            j = Judgement(group_id=g.id, spec_hash=judge.spec_hash, status="unjudged", error=_describe(e))
+            j = Judgement(
+                group_id=g.id, spec_hash=judge.spec_hash, status="unjudged", error=_describe(e)
+            )
         judge.record(g, j)
         if on_done is not None:
             on_done(g, j)
@@ -671,7 +678,9 @@ async def judge_groups(
     return list(await asyncio.gather(*(one(g) for g in groups)))
 
 
-def judge_groups_sync(groups: list[Group], spec: JudgeSpec, store: Any | None = None, **kw: Any) -> list[Judgement]:
+def judge_groups_sync(
+    groups: list[Group], spec: JudgeSpec, store: Any | None = None, **kw: Any
+) -> list[Judgement]:
     """:func:`judge_groups` for callers without an event loop."""
     return asyncio.run(judge_groups(groups, spec, store, **kw))
 

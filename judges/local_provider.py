@@ -38,7 +38,7 @@ import litellm
 from litellm import CustomLLM
 from litellm.types.utils import ModelResponse, Usage
 
-from rankgym.judges.prompt import parse_ids_line
+from .prompt import parse_ids_line
 
 PROVIDER = "local"
 MODELS = ("smollm2",)
@@ -83,7 +83,9 @@ class LocalJudgeLLM(CustomLLM):
         resp.usage = Usage(prompt_tokens=n_in, completion_tokens=n_out, total_tokens=n_in + n_out)  # type: ignore[attr-defined]
         return resp
 
-    async def acompletion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:  # type: ignore[override]
+    async def acompletion(
+        self, model: str, messages: list, *args: Any, **kwargs: Any
+    ) -> ModelResponse:  # type: ignore[override]
         return await asyncio.to_thread(self.completion, model, messages, *args, **kwargs)
 
     # ---- the model ----------------------------------------------------------------
@@ -99,7 +101,9 @@ class LocalJudgeLLM(CustomLLM):
 
         return shared_embedded(self.dtype)
 
-    def respond(self, model: str, messages: list[dict[str, Any]], max_tokens: int) -> tuple[str, int, int]:
+    def respond(
+        self, model: str, messages: list[dict[str, Any]], max_tokens: int
+    ) -> tuple[str, int, int]:
         """Answer ``messages``; returns (text, prompt tokens, completion tokens)."""
         lm, tok = self._model(model)
         msgs = [{"role": m["role"], "content": m.get("content") or ""} for m in messages]
@@ -131,7 +135,9 @@ class LocalJudgeLLM(CustomLLM):
         # transformers renamed ``past_key_values`` to ``cache`` (5.x); accept both.
         name = "cache" if "cache" in inspect.signature(lm.forward).parameters else "past_key_values"
         with torch.inference_mode():
-            out = lm(input_ids=torch.tensor([ids]), use_cache=True, logits_to_keep=1, **{name: cache})
+            out = lm(
+                input_ids=torch.tensor([ids]), use_cache=True, logits_to_keep=1, **{name: cache}
+            )
         new_cache = getattr(out, "cache", None) or getattr(out, "past_key_values", None)
         return out.logits[0, -1].float(), new_cache
 

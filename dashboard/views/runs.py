@@ -25,9 +25,10 @@ def line_chart(df: pd.DataFrame, title: str, y_title: str, *, bars: bool = False
     base = alt.Chart(long, title=title)
     mark = base.mark_bar(opacity=0.8) if bars else base.mark_line(point=True)
     chart = mark.encode(
-        x=alt.X("step:O" if bars else "step:Q", title="step"),
+        x=alt.X("step:O" if bars else "step:Q", title="step",
+                axis=alt.Axis(format="d", tickMinStep=1)),
         y=alt.Y("value:Q", title=y_title),
-        color=alt.Color("series:N", title=None, legend=alt.Legend(orient="bottom")),
+        color=alt.Color("series:N", title=None, legend=alt.Legend(orient="bottom", columns=1, labelLimit=480)),
         xOffset="series:N" if bars else alt.Undefined,
         tooltip=["step", "series", alt.Tooltip("value:Q", format=".4g")],
     )
@@ -44,6 +45,9 @@ if runs.empty:
     st.info("This store has no runs yet. Write some with `rankgym rollout` or `rankgym train`.")
     st.stop()
 
+trains = runs[runs["kind"] == "train"]
+default = trains["id"].iloc[0] if len(trains) else runs["id"].iloc[0]
+st.session_state.setdefault("pick_run1", default)
 run_id = pickers.pick_run(allow_all=False)
 st.dataframe(
     runs,

@@ -1,0 +1,1 @@
+"""Example third-party rankgym env package: ``example/Reverse-v0``."""

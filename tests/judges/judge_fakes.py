@@ -1,0 +1,121 @@
+"""Test helpers for the judge tests: hand-made groups and a scripted LiteLLM provider.
+
+The provider is a real ``litellm.CustomLLM`` registered under ``fakejudge/``: the judge code
+path (litellm.acompletion, exception mapping, usage) is the production one; only the model is
+scripted.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+
+import litellm
+from litellm import CustomLLM
+from litellm.types.utils import ModelResponse, Usage
+
+from rankgym.judges.group_judge import RetryPolicy
+from rankgym.types import Group, Message, ToolCall, ToolCallFunction, Trajectory
+
+FAST_RETRY = RetryPolicy(max_attempts=3, base_delay_s=0.001, max_delay_s=0.002, timeout_s=5)
+
+EMAIL_A = "From: alice@corp.example\nSubject: Q3 budget\n\nThe Q3 budget is 41,200 EUR, approved on 3 July."
+EMAIL_B = "From: bob@corp.example\nSubject: Offsite\n\nThe offsite moves to Lisbon, 12-14 October."
+
+
+def tool_call(cid: str, name: str, args: dict[str, Any]) -> ToolCall:
+    return ToolCall(id=cid, function=ToolCallFunction(name=name, arguments=json.dumps(args)))
+
+
+def make_group(n: int = 3, final_answers: list[str] | None = None, gid: str = "grp-test") -> Group:
+    """``n`` email-search-like trajectories sharing a prefix; the first two read EMAIL_A."""
+    prefix = [
+        Message(role="system", content="You answer questions about the user's inbox."),
+        Message(role="user", content="What is the Q3 budget?"),
+    ]
+    answers = final_answers or [f"answer {i}" for i in range(n)]
+    trajs = []
+    for i in range(n):
+        msgs = list(prefix)
+        msgs.append(
+            Message(role="assistant", tool_calls=[tool_call(f"c{i}a", "search_emails", {"q": "budget"})])
+        )
+        msgs.append(Message(role="tool", tool_call_id=f"c{i}a", content='["m1", "m2"]'))
+        email = EMAIL_A if i < 2 else EMAIL_B
+        msgs.append(
+            Message(role="assistant", tool_calls=[tool_call(f"c{i}b", "read_email", {"id": "m1"})])
+        )
+        msgs.append(Message(role="tool", tool_call_id=f"c{i}b", content=email))
+        msgs.append(Message(role="assistant", content=answers[i]))
+        trajs.append(
+            Trajectory(
+                id=f"traj-{i}", env_id="rankgym/EmailSearch-v0", task_id="q1", messages=msgs,
+                verifiable_reward=1.0 if i == 0 else 0.0,
+            )
+        )  # fmt: skip
+    return Group(id=gid, env_id="rankgym/EmailSearch-v0", task_id="q1", trajectories=trajs)
+
+
+def labels_in(messages: list[dict[str, Any]]) -> list[str]:
+    return re.findall(r'<trajectory id="(T\d+)">', messages[-1]["content"]) or re.findall(
+        r'<trajectory id="(T\d+)">', messages[1]["content"]
+    )
+
+
+def answer(scores: dict[str, float], hack: set[str] | None = None) -> str:
+    return json.dumps(
+        {
+            "scores": [
+                {"trajectory_id": k, "score": v, "rationale": f"r-{k}", "hack_suspected": k in (hack or set())}
+                for k, v in scores.items()
+            ]
+        }
+    )
+
+
+Script = str | BaseException | Callable[[list[dict[str, Any]]], str]
+
+
+class ScriptedJudge(CustomLLM):
+    """Returns scripted replies in order (the last one repeats); records every request."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.script: list[Script] = []
+        self.requests: list[list[dict[str, Any]]] = []
+
+    def _next(self, messages: list[dict[str, Any]]) -> str:
+        self.requests.append(messages)
+        item = self.script[min(len(self.requests) - 1, len(self.script) - 1)]
+        if isinstance(item, BaseException):
+            raise item
+        return item(messages) if callable(item) else item
+
+    def completion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:  # type: ignore[override]
+        text = self._next(messages)
+        resp: ModelResponse = kwargs.get("model_response") or ModelResponse()
+        resp.choices[0].message.content = text  # type: ignore[union-attr]
+        resp.model = f"fakejudge/{model}"
+        resp.usage = Usage(prompt_tokens=100, completion_tokens=10, total_tokens=110)  # type: ignore[attr-defined]
+        return resp
+
+    async def acompletion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:  # type: ignore[override]
+        return self.completion(model, messages, *args, **kwargs)
+
+
+def install_fake() -> ScriptedJudge:
+    fake = ScriptedJudge()
+    litellm.custom_provider_map = [
+        p for p in litellm.custom_provider_map if p.get("provider") != "fakejudge"
+    ] + [{"provider": "fakejudge", "custom_handler": fake}]
+    return fake
+
+
+def rate_limit() -> BaseException:
+    return litellm.RateLimitError(message="429 slow down", llm_provider="fakejudge", model="m")
+
+
+def timeout() -> BaseException:
+    return litellm.Timeout(message="request timed out", model="m", llm_provider="fakejudge")

@@ -1,0 +1,149 @@
+"""Atomic per-step checkpoints: a standard peft adapter plus the trainer state to resume exactly.
+
+Layout of ``<out_dir>/checkpoints/step-000003/`` (the state after 3 completed updates):
+
+- ``adapter_config.json``, ``adapter_model.safetensors``: what ``model.save_pretrained`` writes,
+  so ``PeftModel.from_pretrained(base, dir)`` (and vLLM ``--lora-modules``) load it as is;
+- ``trainer_state.pt``: optimizer and scheduler state dicts, RNG states, step counter;
+- ``meta.json``: step, run id, the step's metrics (re-logged if the process died before the
+  store write).
+
+A checkpoint is written into ``step-000003.tmp-<pid>`` and renamed into place, then the
+``latest`` file is replaced (``os.replace``); a crash leaves either the old or the new
+checkpoint, never half of one. Stale ``*.tmp-*`` dirs are removed on the next save.
+
+What it does not do: it does not save the base model (the adapter names it in
+``base_model_name_or_path``), and it does not sync to remote storage.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+PREFIX = "step-"
+STATE_FILE = "trainer_state.pt"
+META_FILE = "meta.json"
+
+
+def checkpoint_dir(out_dir: str | Path) -> Path:
+    return Path(out_dir) / "checkpoints"
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def rng_state() -> dict[str, Any]:
+    return {
+        "torch": torch.get_rng_state(),
+        "python": random.getstate(),
+        "numpy": np.random.get_state(),
+    }
+
+
+def set_rng_state(state: dict[str, Any]) -> None:
+    torch.set_rng_state(state["torch"])
+    random.setstate(state["python"])
+    np.random.set_state(state["numpy"])
+
+
+def save_checkpoint(
+    out_dir: str | Path,
+    step: int,
+    model: Any,
+    optimizer: torch.optim.Optimizer,
+    scheduler: Any,
+    meta: dict[str, Any],
+    keep: int = 2,
+) -> Path:
+    """Write the checkpoint for ``step`` completed updates atomically; return its directory."""
+    root = checkpoint_dir(out_dir)
+    root.mkdir(parents=True, exist_ok=True)
+    for stale in root.glob(f"{PREFIX}*.tmp-*"):
+        shutil.rmtree(stale, ignore_errors=True)
+    final = root / f"{PREFIX}{step:06d}"
+    tmp = root / f"{final.name}.tmp-{os.getpid()}"
+    model.save_pretrained(tmp)
+    torch.save(
+        {
+            "step": step,
+            "optimizer": optimizer.state_dict(),
+            "scheduler": scheduler.state_dict() if scheduler is not None else None,
+            "rng": rng_state(),
+        },
+        tmp / STATE_FILE,
+    )
+    (tmp / META_FILE).write_text(json.dumps({"step": step, **meta}, default=str, indent=1))
+    for f in tmp.iterdir():
+        with open(f, "rb") as fh:
+            os.fsync(fh.fileno())
+    if final.exists():  # a previous attempt at this step that finished but was not "latest"
+        shutil.rmtree(final)
+    os.rename(tmp, final)
+    _fsync_dir(root)
+    latest_tmp = root / f"latest.tmp-{os.getpid()}"
+    latest_tmp.write_text(final.name)
+    os.replace(latest_tmp, root / "latest")
+    _fsync_dir(root)
+    done = [p for p in sorted(root.glob(f"{PREFIX}[0-9]*")) if ".tmp-" not in p.name]
+    for old in done[:-keep]:
+        if old != final:
+            shutil.rmtree(old, ignore_errors=True)
+    return final
+
+
+def latest_checkpoint(out_dir: str | Path) -> Path | None:
+    """The newest complete checkpoint directory, or None."""
+    root = checkpoint_dir(out_dir)
+    pointer = root / "latest"
+    if pointer.is_file():
+        p = root / pointer.read_text().strip()
+        if (p / STATE_FILE).is_file() and (p / META_FILE).is_file():
+            return p
+    done = [
+        p
+        for p in sorted(root.glob(f"{PREFIX}[0-9]*"))
+        if ".tmp-" not in p.name and (p / META_FILE).is_file()
+    ]
+    return done[-1] if done else None
+
+
+def load_trainer_state(path: str | Path) -> dict[str, Any]:
+    """The ``trainer_state.pt`` dict of a checkpoint (optimizer, scheduler, rng, step)."""
+    return torch.load(Path(path) / STATE_FILE, map_location="cpu", weights_only=False)
+
+
+def read_meta(path: str | Path) -> dict[str, Any]:
+    return json.loads((Path(path) / META_FILE).read_text())
+
+
+def copy_adapter(src: str | Path, dst: str | Path) -> Path:
+    """Copy just the adapter files of a checkpoint to ``dst`` (atomically replaced)."""
+    src, dst = Path(src), Path(dst)
+    tmp = dst.with_name(dst.name + f".tmp-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    for f in src.iterdir():
+        if f.name.startswith("adapter_") or f.name in ("README.md", META_FILE):
+            shutil.copy2(f, tmp / f.name)
+    if dst.exists():
+        shutil.rmtree(dst)
+    os.rename(tmp, dst)
+    return dst
