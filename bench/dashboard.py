@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import random
 import statistics
@@ -39,6 +40,7 @@ GROUP_SIZE = 8
 def build(path: Path, n_trajectories: int, seed: int = 0) -> dict:
     """Write a store of ``n_trajectories`` (groups of 8) at ``path`` through the Store API."""
     from rankgym.dashboard import sample
+
     from rankgym.store import Store
     from rankgym.types import Group
 
@@ -122,6 +124,9 @@ def build(path: Path, n_trajectories: int, seed: int = 0) -> dict:
 
 def measure(path: Path, loads: int) -> list[dict]:
     """Time ``loads`` runs of every page in one AppTest session (first = cold)."""
+    import rankgym.judges.agreement  # noqa: F401  (a server imports scipy once, not per page)
+    import streamlit as st
+    from rankgym.dashboard import data
     from streamlit.testing.v1 import AppTest
 
     os.environ["RANKGYM_STORE"] = str(path)
@@ -131,26 +136,51 @@ def measure(path: Path, loads: int) -> list[dict]:
     at.session_state["labeler_name"] = "bench"
     out = []
     for page in PAGES:
+        st.cache_data.clear()  # cold: nothing cached for this page's queries
+        data.BACKGROUND = data.Background()
         at.switch_page(f"views/{page}.py")
         times = []
+        t_first = time.perf_counter()
+        complete_s = None
         for _ in range(loads):
             t = time.perf_counter()
             at.run()
             times.append(time.perf_counter() - t)
             if at.exception:
                 raise RuntimeError(f"{page}: {at.exception[0].value}")
+            if complete_s is None and not _incomplete(at):
+                complete_s = time.perf_counter() - t_first
+        while complete_s is None:  # slow results still computing in the background
+            time.sleep(0.5)
+            at.run()
+            if not _incomplete(at):
+                complete_s = time.perf_counter() - t_first
         warm = sorted(times[1:]) or times
         row = {
             "page": page,
             "cold_s": round(times[0], 3),
             "warm_p50_s": round(statistics.median(warm), 3),
-            "warm_p95_s": round(warm[min(len(warm) - 1, int(0.95 * len(warm)))], 3),
-            "all_p95_s": round(sorted(times)[min(len(times) - 1, int(0.95 * len(times)))], 3),
+            "warm_p95_s": round(_p95(warm), 3),
+            "all_p95_s": round(_p95(times), 3),
+            "max_s": round(max(times), 3),
+            "complete_after_s": round(complete_s, 2),
             "loads": loads,
         }
         print(json.dumps(row), flush=True)
         out.append(row)
     return out
+
+
+def _p95(xs: list[float]) -> float:
+    """Nearest-rank 95th percentile."""
+    xs = sorted(xs)
+    return xs[max(0, math.ceil(0.95 * len(xs)) - 1)]
+
+
+def _incomplete(at) -> bool:
+    """Whether the page still says something is being computed in the background."""
+    texts = [e.value for e in at.info] + [e.value for e in at.caption]
+    return any("Computing" in t or "updating" in t or "still being computed" in t for t in texts)
 
 
 def main() -> None:
@@ -173,7 +203,16 @@ def main() -> None:
         return
     rows = measure(args.store, args.loads)
     worst = max(r["all_p95_s"] for r in rows)
-    print(json.dumps({"worst_page_p95_s": worst, "target_s": 1.0, "ok": worst <= 1.0}))
+    print(
+        json.dumps(
+            {
+                "worst_page_p95_s": worst,
+                "target_s": 1.0,
+                "ok": worst <= 1.0,
+                "slowest_complete_s": max(r["complete_after_s"] for r in rows),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

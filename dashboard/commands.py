@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import errno
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -66,7 +67,7 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
     if not store.is_file():
         raise UserError(
             f"store {args.store!r} does not exist; create one with `rankgym rollout --store "
-            f"{args.store} ...`, or try the sample: python -c \"from rankgym.dashboard.sample "
+            f'{args.store} ...`, or try the sample: python -c "from rankgym.dashboard.sample '
             f"import build_sample_store; build_sample_store('{args.store}')\""
         )
     try:
@@ -85,6 +86,8 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
             )
     env = dict(os.environ, RANKGYM_STORE=str(store))
     proc = subprocess.Popen(cmd, env=env)
+    # SIGTERM to this process (a test harness, systemd) also stops the streamlit child.
+    previous = signal.signal(signal.SIGTERM, lambda *_: proc.terminate())
     try:
         rc = proc.wait()
     except KeyboardInterrupt:
@@ -94,6 +97,8 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
         except subprocess.TimeoutExpired:
             proc.kill()
             rc = proc.wait()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     if rc not in (0, -15, 130) and rc is not None:
         raise UserError(f"streamlit exited with status {rc}; see its messages above")
     return {"store": str(store), "url": url, "exit_code": rc}

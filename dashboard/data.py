@@ -17,10 +17,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import os
+import queue
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -189,19 +192,11 @@ def store_curves(key: tuple, run_id: str) -> dict[str, pd.DataFrame]:
     logged no step metrics.
     """
     s = reader()
-    judge = s.query(
-        "SELECT g.step, j.spec_hash, AVG(s.score) AS score,"
-        " MAX(s.score) - MIN(s.score) AS spread"
-        " FROM groups g JOIN judgements j ON j.group_id = g.id AND j.status = 'ok'"
-        " JOIN scores s ON s.judgement_id = j.id"
-        " WHERE g.run_id = ? GROUP BY g.step, j.spec_hash",
-        (run_id,),
-    )
     per_judgement = s.query(
-        "SELECT g.step, j.spec_hash, j.status, j.cost_usd, j.latency_s,"
-        " (SELECT MAX(s.score) - MIN(s.score) FROM scores s WHERE s.judgement_id = j.id)"
-        "   AS spread"
-        " FROM groups g JOIN judgements j ON j.group_id = g.id WHERE g.run_id = ?",
+        "SELECT g.step, j.spec_hash, j.status, j.cost_usd, j.latency_s, AVG(s.score) AS score,"
+        " MAX(s.score) - MIN(s.score) AS spread, COUNT(s.score) AS n"
+        " FROM groups g JOIN judgements j ON j.group_id = g.id"
+        " LEFT JOIN scores s ON s.judgement_id = j.id WHERE g.run_id = ? GROUP BY j.id",
         (run_id,),
     )
     verif = s.query(
@@ -216,22 +211,26 @@ def store_curves(key: tuple, run_id: str) -> dict[str, pd.DataFrame]:
     )
     specs = {r["hash"]: spec_label(r) for r in judge_specs(key)}
     out: dict[str, pd.DataFrame] = {}
-    jdf = pd.DataFrame(judge, columns=["step", "spec_hash", "score", "spread"])
-    if not jdf.empty:
-        jdf["judge"] = jdf["spec_hash"].map(lambda h: "judge " + specs.get(h, h[:8]))
-        out["judge"] = jdf.pivot_table(index="step", columns="judge", values="score")
     vdf = pd.DataFrame(
         verif, columns=["step", "verifiable_reward", "groups", "zero_variance_groups"]
     )
     if not vdf.empty:
         out["verifiable"] = vdf.set_index("step")
     pj = pd.DataFrame(
-        per_judgement, columns=["step", "spec_hash", "status", "cost_usd", "latency_s", "spread"]
+        per_judgement,
+        columns=["step", "spec_hash", "status", "cost_usd", "latency_s", "score", "spread", "n"],
     )
     if not pj.empty:
         pj["judge"] = pj["spec_hash"].map(lambda h: specs.get(h, h[:8]))
         pj["ok"] = pj["status"] == "ok"
         pj["zero_var"] = pj["ok"] & (pj["spread"].fillna(0) <= 1e-9)
+        ok = pj[pj["ok"] & (pj["n"] > 0)].copy()
+        if not ok.empty:
+            ok["weighted"] = ok["score"] * ok["n"]
+            sums = ok.groupby(["step", "judge"])[["weighted", "n"]].sum()
+            mean = (sums["weighted"] / sums["n"]).rename("score").reset_index()
+            mean["judge"] = "judge " + mean["judge"]
+            out["judge"] = mean.pivot_table(index="step", columns="judge", values="score")
         ops = pj.groupby(["step", "judge"]).agg(
             cost_usd=("cost_usd", "sum"),
             latency_s=("latency_s", "mean"),
@@ -302,23 +301,128 @@ def hack_signal_rows(key: tuple, run_id: str | None, limit: int = 500) -> pd.Dat
 
 AGREEMENT_RESAMPLES = 1000
 """Bootstrap resamples for the dashboard's CIs (``rankgym agreement`` defaults to 2000)."""
+SLOW_WAIT_S = 0.6
+"""How long a page waits for a background result before it renders without it."""
 
 
-@st.cache_data(ttl=600, show_spinner="Computing agreement…", max_entries=64)
-def agreement(key: tuple, spec_hash: str | None, env_id: str | None) -> dict[str, Any]:
-    """``rankgym.judges.agreement.agreement_report`` for one spec and env (cached)."""
+@dataclass
+class Slow:
+    """What a page gets from :class:`Background`: a value (maybe stale), or not yet."""
+
+    value: Any = None
+    error: str | None = None
+    ready: bool = False
+    fresh: bool = False
+    as_of: float | None = None
+
+
+class Background:
+    """Slow computations (agreement over a big store) on one daemon thread, shared by every
+    session of this server process, served stale-while-revalidate.
+
+    ``get(name, version, fn)`` returns the latest result for ``name`` at once; if it is
+    missing or was computed for an older store ``version``, ``fn`` is queued (once per
+    version) and the caller that queued it waits at most until ``deadline`` for it; later
+    callers get what there is without waiting. ``fn`` must open its own
+    store: the page's read-only connection is closed when the script run ends.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._done: dict[tuple, tuple[tuple, Any, str | None, float]] = {}
+        self._queued: dict[tuple, tuple[tuple, threading.Event]] = {}
+        self._q: queue.Queue = queue.Queue()
+        self._thread: threading.Thread | None = None
+
+    def _worker(self) -> None:
+        while True:
+            name, version, fn, ev = self._q.get()
+            with self._lock:
+                current = self._queued.get(name)
+            if current is not None and current[0] != version:
+                ev.set()  # superseded by a newer version already queued
+                continue
+            value, error = None, None
+            try:
+                value = fn()
+            except Exception as e:  # shown on the page, not raised in a thread
+                error = f"{type(e).__name__}: {e}"
+            with self._lock:
+                self._done[name] = (version, value, error, time.time())
+                if self._queued.get(name, (None,))[0] == version:
+                    del self._queued[name]
+            ev.set()
+
+    def _result(self, name: tuple, version: tuple) -> Slow:
+        done = self._done.get(name)
+        if done is None:
+            return Slow()
+        v, value, error, at = done
+        return Slow(value=value, error=error, ready=True, fresh=v == version, as_of=at)
+
+    def get(self, name: tuple, version: tuple, fn: Callable[[], Any], deadline: float) -> Slow:
+        with self._lock:
+            res = self._result(name, version)
+            if res.fresh:
+                return res
+            queued = self._queued.get(name)
+            if queued is None or queued[0] != version:
+                ev = threading.Event()
+                self._queued[name] = (version, ev)
+                self._q.put((name, version, fn, ev))
+                if self._thread is None or not self._thread.is_alive():
+                    self._thread = threading.Thread(
+                        target=self._worker, name="rankgym-dashboard-slow", daemon=True
+                    )
+                    self._thread.start()
+            else:
+                return res  # already being computed for an earlier page load: don't wait
+        ev.wait(max(0.0, deadline - time.monotonic()))
+        with self._lock:
+            return self._result(name, version)
+
+    def pending(self, names: list[tuple]) -> bool:
+        """Whether any of ``names`` is still queued or being computed."""
+        with self._lock:
+            return any(n in self._queued for n in names)
+
+
+BACKGROUND = Background()
+
+
+def _agreement_job(path: str, spec_hash: str | None, env_id: str | None) -> dict[str, Any]:
     from rankgym.judges.agreement import agreement_report
 
-    return agreement_report(
-        reader(), spec_hash=spec_hash, env_id=env_id, n_resamples=AGREEMENT_RESAMPLES
-    )
+    with Store(path, readonly=True) as s:
+        return agreement_report(
+            s, spec_hash=spec_hash, env_id=env_id, n_resamples=AGREEMENT_RESAMPLES
+        )
 
 
-@st.cache_data(ttl=600, show_spinner=False, max_entries=64)
-def disagreement_rows(
-    key: tuple, spec_hash: str | None, env_id: str | None, limit: int = 20
+def _disagreements_job(
+    path: str, spec_hash: str | None, env_id: str | None, limit: int
 ) -> list[dict[str, Any]]:
-    """``rankgym.judges.agreement.disagreements`` (cached): worst-agreeing groups first."""
     from rankgym.judges.agreement import disagreements
 
-    return disagreements(reader(), spec_hash=spec_hash, env_id=env_id, limit=limit)
+    with Store(path, readonly=True) as s:
+        return disagreements(s, spec_hash=spec_hash, env_id=env_id, limit=limit)
+
+
+def agreement(
+    key: tuple, spec_hash: str | None, env_id: str | None, deadline: float
+) -> tuple[tuple, Slow]:
+    """``rankgym.judges.agreement.agreement_report`` for one spec and env (background)."""
+    path, version = key
+    name = ("agreement", path, spec_hash, env_id)
+    job = functools.partial(_agreement_job, path, spec_hash, env_id)
+    return name, BACKGROUND.get(name, version, job, deadline)
+
+
+def disagreement_rows(
+    key: tuple, spec_hash: str | None, env_id: str | None, limit: int, deadline: float
+) -> tuple[tuple, Slow]:
+    """``rankgym.judges.agreement.disagreements`` (background): worst-agreeing groups first."""
+    path, version = key
+    name = ("disagreements", path, spec_hash, env_id, limit)
+    job = functools.partial(_disagreements_job, path, spec_hash, env_id, limit)
+    return name, BACKGROUND.get(name, version, job, deadline)

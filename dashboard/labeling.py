@@ -83,7 +83,11 @@ def next_group(
     """
     rng = rng or random.Random()
     strata = queue_strata(
-        store, labeler, run_id=run_id, env_id=env_id, include_labeled=include_labeled,
+        store,
+        labeler,
+        run_id=run_id,
+        env_id=env_id,
+        include_labeled=include_labeled,
         judged_only=judged_only,
     )
     rng.shuffle(strata)

@@ -11,7 +11,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import streamlit as st
-
 from rankgym.dashboard import data
 from rankgym.dashboard.render import md_escape
 
@@ -60,8 +59,9 @@ def pick_run(*, allow_all: bool = True, where: Any = None) -> str | None:
     def fmt(rid: str) -> str:
         return rid if rid == ALL else f"{names.get(rid) or rid} ({kinds.get(rid)})"
 
-    value = _persisted_select("Run", options, "run" if allow_all else "run1", format_func=fmt,
-                              where=where)
+    value = _persisted_select(
+        "Run", options, "run" if allow_all else "run1", format_func=fmt, where=where
+    )
     return None if value == ALL else value
 
 
@@ -72,7 +72,9 @@ def pick_env(run_id: str | None = None, *, where: Any = None) -> str | None:
     return None if value == ALL else value
 
 
-def pick_spec(*, allow_all: bool = True, label: str = "Judge spec", where: Any = None) -> str | None:
+def pick_spec(
+    *, allow_all: bool = True, label: str = "Judge spec", where: Any = None
+) -> str | None:
     """Judge spec filter (by hash); ``None`` means any spec."""
     specs = data.judge_specs(data.cache_key())
     labels = {s["hash"]: data.spec_label(s) + f" ({s['groups']} groups)" for s in specs}
@@ -80,8 +82,11 @@ def pick_spec(*, allow_all: bool = True, label: str = "Judge spec", where: Any =
     if not options:
         return None
     value = _persisted_select(
-        label, options, "spec" if allow_all else "spec1",
-        format_func=lambda h: labels.get(h, h), where=where,
+        label,
+        options,
+        "spec" if allow_all else "spec1",
+        format_func=lambda h: labels.get(h, h),
+        where=where,
     )
     return None if value == ALL else value
 

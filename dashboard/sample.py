@@ -104,9 +104,7 @@ def _email(rng: random.Random, k: int, good: bool) -> tuple[list[Message], float
             role="assistant",
             content=f"It is at {venue}.",
             tool_calls=[
-                _call(
-                    "answer", {"text": venue, "sources": [hits[0]["id"]]}, f"call_{k}_3"
-                )
+                _call("answer", {"text": venue, "sources": [hits[0]["id"]]}, f"call_{k}_3")
             ],
         ),
     ]
@@ -148,16 +146,16 @@ _MAKERS = {
 }
 
 
-def _trajectory(
-    rng: random.Random, env_id: str, task_id: str, k: int, good: bool
-) -> Trajectory:
+def _trajectory(rng: random.Random, env_id: str, task_id: str, k: int, good: bool) -> Trajectory:
     body, reward = _MAKERS[env_id](rng, k, good)
     msgs = [Message(role="system", content=_SYSTEM[env_id]), *body]
     turns = [
         Turn(
             message_index=i,
             prompt_token_ids=[rng.randrange(49152) for _ in range(40 + 30 * i)],
-            completion_token_ids=(toks := [rng.randrange(49152) for _ in range(rng.randint(8, 40))]),
+            completion_token_ids=(
+                toks := [rng.randrange(49152) for _ in range(rng.randint(8, 40))]
+            ),
             completion_logprobs=[-rng.random() * 2 for _ in toks],
             policy="embedded@step0",
         )
@@ -175,9 +173,7 @@ def _trajectory(
     )
 
 
-def _judge(
-    rng: random.Random, spec: JudgeSpec, g: Group, fooled: bool = False
-) -> Judgement:
+def _judge(rng: random.Random, spec: JudgeSpec, g: Group, fooled: bool = False) -> Judgement:
     scores = []
     for t in g.trajectories:
         base = 0.75 if (t.verifiable_reward or 0) >= 1 else 0.3
@@ -215,7 +211,11 @@ def _xss_group(rng: random.Random, run_id: str, step: int) -> Group:
     )
     evil.hack_signals = ["prompt_injection_attempt"]
     g = Group(
-        id=XSS_GROUP_ID, run_id=run_id, step=step, env_id=env_id, task_id=task_id,
+        id=XSS_GROUP_ID,
+        run_id=run_id,
+        step=step,
+        env_id=env_id,
+        task_id=task_id,
         trajectories=trajs,
     )
     j = _judge(rng, LOCAL_SPEC, g)
@@ -251,13 +251,22 @@ def build_sample_store(path: str | Path, *, steps: int = 6, seed: int = 0) -> di
                 n = 4 if e != 1 else 2 + step % 3
                 p_good = min(0.9, 0.25 + 0.12 * step)
                 trajs = [
-                    _trajectory(rng, env_id, f"{env_id.split('/')[1][:4]}-{step}", k,
-                                good=rng.random() < p_good)
+                    _trajectory(
+                        rng,
+                        env_id,
+                        f"{env_id.split('/')[1][:4]}-{step}",
+                        k,
+                        good=rng.random() < p_good,
+                    )
                     for k in range(n)
                 ]
                 g = Group(
-                    id=f"grp-train-s{step}-e{e}", run_id=TRAIN_RUN, step=step, env_id=env_id,
-                    task_id=trajs[0].task_id, trajectories=trajs,
+                    id=f"grp-train-s{step}-e{e}",
+                    run_id=TRAIN_RUN,
+                    step=step,
+                    env_id=env_id,
+                    task_id=trajs[0].task_id,
+                    trajectories=trajs,
                 )
                 if e == 2 and step % 2 == 0:
                     trajs[0].hack_signals = ["visible_pass_hidden_fail"]
@@ -266,7 +275,7 @@ def build_sample_store(path: str | Path, *, steps: int = 6, seed: int = 0) -> di
                 if len({t.verifiable_reward for t in trajs}) == 1:
                     zero_var += 1
                 groups.append(g)
-            s.put_groups(groups[-len(envs):])
+            s.put_groups(groups[-len(envs) :])
             s.log_step(
                 TRAIN_RUN,
                 step,
@@ -286,12 +295,15 @@ def build_sample_store(path: str | Path, *, steps: int = 6, seed: int = 0) -> di
         for i in range(4):
             env_id = envs[i % len(envs)]
             trajs = [
-                _trajectory(rng, env_id, f"base-{i}", k, good=rng.random() < 0.5)
-                for k in range(3)
+                _trajectory(rng, env_id, f"base-{i}", k, good=rng.random() < 0.5) for k in range(3)
             ]
             g = Group(
-                id=f"grp-base-{i}", run_id=BASELINE_RUN, step=0, env_id=env_id,
-                task_id=f"base-{i}", trajectories=trajs,
+                id=f"grp-base-{i}",
+                run_id=BASELINE_RUN,
+                step=0,
+                env_id=env_id,
+                task_id=f"base-{i}",
+                trajectories=trajs,
             )
             g.judgement = _judge(rng, API_SPEC, g)
             base_groups.append(g)

@@ -8,6 +8,12 @@ tool call (that reply is the final answer) or calls a terminal tool; it is ``tru
 ``max_turns`` assistant turns. Only the last step carries a reward: ``verify(task, answer,
 state)``, also in ``info["verifiable_reward"]``.
 
+``step``'s info: ``turn``; ``tool_calls`` and ``tool_errors`` (this step); ``parse_errors``;
+``assistant_message`` (the message as executed, text-protocol calls attached as ``tool_calls``
+with ids ``call_0``...); ``verifiable_reward`` (None before the last step, and when the env has
+no verifier); ``hack_signals`` (all names raised so far in the episode); ``final_answer`` (last
+step only). An empty reply with no tool call is a final answer too (an empty one).
+
 Tool calls are taken from native ``tool_calls`` when the message has any, otherwise from the
 text protocol (``rankgym.envs.toolcalls``). Unreadable ``<tool_call>`` markup gets a user
 message saying what went wrong and the episode goes on. Tools are run strictly: only the tools
@@ -169,7 +175,7 @@ class Env(gymnasium.Env[list[dict[str, Any]], dict[str, Any] | str]):
         return st
 
     def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+        self, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         """Start an episode. ``options``: ``task_id`` (pick that task), ``split``.
 
@@ -287,8 +293,11 @@ class Env(gymnasium.Env[list[dict[str, Any]], dict[str, Any] | str]):
 
     def _tasks_cached(self, split: str) -> list[Task]:
         cache = self.__dict__.setdefault("_task_cache", {})
-        if split not in cache:
-            cache[split] = list(self.tasks(split))
+        if split not in cache:  # a task listed under a split belongs to it
+            cache[split] = [
+                t if t.split == split else t.model_copy(update={"split": split})
+                for t in self.tasks(split)
+            ]
         return cache[split]
 
     def _name(self) -> str:

@@ -1,7 +1,7 @@
 """CLI subcommands of rankgym.envs: ``rankgym envs`` and ``rankgym new-env``.
 
-``rankgym rollout`` lives in ``rankgym.envs.rollout_command`` (it imports torch); it is
-re-exported at the bottom of this file when that module exists.
+``rankgym rollout`` lives in ``rankgym.envs.rollout_command`` (it imports torch); this module
+hands it out lazily as ``ROLLOUT`` (module ``__getattr__``) so the other commands stay light.
 """
 
 from __future__ import annotations
@@ -159,8 +159,15 @@ NEW_ENV = Command(
 
 # ---- rankgym rollout (written in rankgym.envs.rollout_command) -------------------------------
 
-try:
-    from rankgym.envs.rollout_command import ROLLOUT  # noqa: F401
-except ModuleNotFoundError as e:  # only a missing rollout_command is tolerated
-    if e.name != "rankgym.envs.rollout_command":
-        raise
+
+def __getattr__(name: str) -> Any:
+    """``ROLLOUT`` is imported on first access only, so `rankgym envs` does not import torch."""
+    if name == "ROLLOUT":
+        try:
+            from rankgym.envs.rollout_command import ROLLOUT
+        except ModuleNotFoundError as e:  # only a missing rollout_command is tolerated
+            if e.name != "rankgym.envs.rollout_command":
+                raise
+            raise AttributeError(name) from None
+        return ROLLOUT
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -108,7 +108,7 @@ def _number(x: float) -> int | float:
     return int(x) if x.is_integer() else x
 
 
-_UNITS: dict[str, tuple[str, float]] = {}
+_UNITS: dict[str, tuple[str, float, str]] = {}  # alias -> (dimension, factor, canonical)
 for _dim, _table in {
     "length": {
         "mm millimeter millimeters millimetre millimetres": 0.001,
@@ -144,15 +144,14 @@ for _dim, _table in {
 }.items():
     for _names, _factor in _table.items():
         for _n in _names.split():
-            _UNITS[_n] = (_dim, _factor)
+            _UNITS[_n] = (_dim, _factor, _names.split()[0])
 
 
 def _unit(name: str) -> tuple[str, float, str]:
     key = name.strip().lower().removeprefix("degrees ").strip()
     if key not in _UNITS:
         raise ValueError(f"unknown unit {name!r}")
-    dim, factor = _UNITS[key]
-    return dim, factor, key[-1] if dim == "temperature" else key
+    return _UNITS[key]
 
 
 def convert_units(value: float, from_unit: str, to_unit: str) -> float:

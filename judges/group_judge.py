@@ -242,7 +242,8 @@ def presentation_orders(
     return orders
 
 
-def _cache_key(group: Group, order: list[str], tools: Any) -> str:
+def presentation_cache_key(group: Group, order: list[str], tools: Any) -> str:
+    """The ``group_hash`` half of a judge-cache key: group content, order, prompt format."""
     return content_hash(
         {"group": group.content_hash(), "order": order, "format": PROMPT_FORMAT, "tools": tools}
     )
@@ -501,7 +502,7 @@ class GroupJudge:
 
     async def _presentation(self, group: Group, order: list[str]) -> dict[str, Any]:
         tools = self.tools.get(group.id)
-        key = _cache_key(group, order, tools)
+        key = presentation_cache_key(group, order, tools)
         if self.store is not None:
             hit = self.store.cache_get(self.spec_hash, key)
             if hit is not None:
@@ -619,6 +620,25 @@ class GroupJudge:
         j.raw_response = first.get("raw_response")
         return j
 
+    async def judge_and_record(
+        self,
+        group: Group,
+        permutations: int = 1,
+        on_done: Callable[[Group, Judgement], None] | None = None,
+    ) -> Judgement:
+        """:meth:`judge` then :meth:`record`; any unexpected error becomes an unjudged group."""
+        try:
+            j = await self.judge(group, permutations)
+        except Exception as e:  # a bug must not lose the other groups' results
+            log.exception("judging group %s failed", group.id)
+            j = Judgement(
+                group_id=group.id, spec_hash=self.spec_hash, status="unjudged", error=_describe(e)
+            )
+        self.record(group, j)
+        if on_done is not None:
+            on_done(group, j)
+        return j
+
     def record(self, group: Group, j: Judgement) -> None:
         """Attach ``j`` to ``group``, add judge hack signals, and write both to the store."""
         group.judgement = j
@@ -661,21 +681,9 @@ async def judge_groups(
     if store is not None:
         store.put_judge_spec(spec)
     judge = GroupJudge(spec, store, concurrency=concurrency, retry=retry, tools=tools)
-
-    async def one(g: Group) -> Judgement:
-        try:
-            j = await judge.judge(g, permutations)
-        except Exception as e:  # a bug or a store error must not lose the other groups
-            log.exception("judging group %s failed", g.id)
-            j = Judgement(
-                group_id=g.id, spec_hash=judge.spec_hash, status="unjudged", error=_describe(e)
-            )
-        judge.record(g, j)
-        if on_done is not None:
-            on_done(g, j)
-        return j
-
-    return list(await asyncio.gather(*(one(g) for g in groups)))
+    return list(
+        await asyncio.gather(*(judge.judge_and_record(g, permutations, on_done) for g in groups))
+    )
 
 
 def judge_groups_sync(

@@ -9,11 +9,11 @@ from the CLI's.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pandas as pd
 import streamlit as st
-
 from rankgym.dashboard import data, pickers
 from rankgym.dashboard.render import md_escape
 
@@ -85,81 +85,127 @@ spec_hash = pickers.pick_spec(allow_all=False)
 env_id = pickers.pick_env()
 envs = data.env_ids(key)
 
-report = data.agreement(key, spec_hash, env_id)
-st.caption(
-    f"judge {md_escape(report['model'] or '—', 80)} · spec {md_escape(report['spec_hash'] or '—')}"
-    + (f" · env {md_escape(env_id, 80)}" if env_id else " · all envs")
-)
-c = st.columns(4)
-c[0].metric("groups", report["n_groups"])
-c[1].metric("judged", report["n_judged"])
-c[2].metric("unjudged (judge failed)", report["n_unjudged"])
-c[3].metric("labeled by people", report["n_labeled"])
-st.caption(
-    "Kendall τ-b, Spearman, top-1 overlap and pairwise accuracy (ties count), micro = pooled "
-    "over pairs, macro = mean over groups; 95% CIs from a bootstrap over groups. "
-    "1 = perfect agreement; τ-b 0 = chance."
-)
+deadline = time.monotonic() + data.SLOW_WAIT_S
+names: list[tuple] = []
 
-cols = st.columns(2)
-for i, (pair, agg) in enumerate(report["pairs"].items()):
-    with cols[i % 2]:
-        st.markdown(f"**{PAIR_TITLES[pair]}**")
-        if not agg["n_groups"]:
-            st.caption("no data yet" + (" — rank groups on the Blind ranking page"
-                                        if "human" in pair else ""))
-            continue
-        st.caption(f"{agg['n_groups']} groups · {agg['n_units']} comparisons")
-        st.dataframe(metric_table(agg), hide_index=True)
 
-st.subheader("Per environment")
-rows = []
-for e in envs:
-    rows += summary_rows(data.agreement(key, spec_hash, e), {"env": e})
-if rows:
-    st.dataframe(pd.DataFrame(rows), hide_index=True)
-else:
-    st.caption("No comparisons in any environment yet.")
-
-st.subheader("Per judge spec")
-rows = []
-for sp in specs:
-    if sp["groups"]:
-        rows += summary_rows(
-            data.agreement(key, sp["hash"], env_id), {"judge spec": data.spec_label(sp)}
+def show_pending(res: data.Slow, what: str) -> bool:
+    """Say what is still computing or stale; True when there is a value to show."""
+    if res.error:
+        st.error(f"Computing {what} failed: {res.error}")
+        return False
+    if not res.ready:
+        st.info(f"Computing {what}… this page updates itself when it is ready.")
+        return False
+    if not res.fresh:
+        st.caption(
+            f"{what} as of {time.strftime('%H:%M:%S', time.localtime(res.as_of))}, before the "
+            "latest writes to the store; updating…"
         )
-if rows:
-    st.dataframe(pd.DataFrame(rows), hide_index=True)
-else:
-    st.caption("No comparisons for any judge spec yet.")
+    return True
+
+
+name, res = data.agreement(key, spec_hash, env_id, deadline)
+names.append(name)
+if show_pending(res, "agreement"):
+    report = res.value
+    st.caption(
+        f"judge {md_escape(report['model'] or '—', 80)} · spec "
+        f"{md_escape(report['spec_hash'] or '—')}"
+        + (f" · env {md_escape(env_id, 80)}" if env_id else " · all envs")
+    )
+    c = st.columns(4)
+    c[0].metric("groups", report["n_groups"])
+    c[1].metric("judged", report["n_judged"])
+    c[2].metric("unjudged (judge failed)", report["n_unjudged"])
+    c[3].metric("labeled by people", report["n_labeled"])
+    st.caption(
+        "Kendall τ-b, Spearman, top-1 overlap and pairwise accuracy (ties count), micro = "
+        "pooled over pairs, macro = mean over groups; 95% CIs from a bootstrap over groups. "
+        "1 = perfect agreement; τ-b 0 = chance."
+    )
+    cols = st.columns(2)
+    for i, (pair, agg) in enumerate(report["pairs"].items()):
+        with cols[i % 2]:
+            st.markdown(f"**{PAIR_TITLES[pair]}**")
+            if not agg["n_groups"]:
+                st.caption(
+                    "no data yet"
+                    + (" — rank groups on the Blind ranking page" if "human" in pair else "")
+                )
+                continue
+            st.caption(f"{agg['n_groups']} groups · {agg['n_units']} comparisons")
+            st.dataframe(metric_table(agg), hide_index=True)
 
 st.subheader("Where the judge and people disagree most")
-worst = data.disagreement_rows(key, spec_hash, env_id, 20)
-if not worst:
-    st.info("No group is both judged by this spec and ranked by a person yet.")
-else:
-    table = pd.DataFrame(
-        [
-            {
-                "group": r["group_id"],
-                "env": r["env_id"],
-                "task": r["task_id"],
-                "people": r["n_labelers"],
-                "pairwise acc.": r["pairwise_accuracy"],
-                "τ-b": r["kendall_tau_b"],
-                "top-1": r["top1"],
-                "same first choice": bool(set(r["judge_top"]) & set(r["human_top"])),
-            }
-            for r in worst
-        ]
-    )
-    st.dataframe(table, hide_index=True)
-    st.caption("Open a group to read it (links keep the filters in the sidebar):")
-    for r in worst:
-        acc = r["pairwise_accuracy"]
-        pickers.group_link(
-            r["group_id"],
-            f"{r['group_id']} · {r['env_id']} · pairwise acc. "
-            + ("—" if acc is None else f"{acc:.2f}")
-            + f" · {r['n_labelers']} labeler(s)",
+name, res = data.disagreement_rows(key, spec_hash, env_id, 20, deadline)
+names.append(name)
+if show_pending(res, "the disagreement list"):
+    worst = res.value
+    if not worst:
+        st.info("No group is both judged by this spec and ranked by a person yet.")
+    else:
+        table = pd.DataFrame(
+            [
+                {
+                    "group": r["group_id"],
+                    "env": r["env_id"],
+                    "task": r["task_id"],
+                    "people": r["n_labelers"],
+                    "pairwise acc.": r["pairwise_accuracy"],
+                    "τ-b": r["kendall_tau_b"],
+                    "top-1": r["top1"],
+                    "same first choice": bool(set(r["judge_top"]) & set(r["human_top"])),
+                }
+                for r in worst
+            ]
         )
+        st.dataframe(table, hide_index=True)
+        st.caption("Open a group to read it:")
+        for r in worst:
+            acc = r["pairwise_accuracy"]
+            pickers.group_link(
+                r["group_id"],
+                f"{r['group_id']} · {r['env_id']} · pairwise acc. "
+                + ("—" if acc is None else f"{acc:.2f}")
+                + f" · {r['n_labelers']} labeler(s)",
+            )
+
+
+def breakdown(title: str, scopes: list[tuple[dict[str, str], str | None, str | None]]) -> None:
+    """A table of summary rows, one agreement report per (label, spec, env) scope."""
+    st.subheader(title)
+    rows: list[dict[str, Any]] = []
+    waiting = False
+    for label, sp, e in scopes:
+        name, res = data.agreement(key, sp, e, deadline)
+        names.append(name)
+        if res.error:
+            st.error(f"{next(iter(label.values()))}: {res.error}")
+        elif res.ready:
+            rows += summary_rows(res.value, label)
+            waiting |= not res.fresh
+        else:
+            waiting = True
+    if rows:
+        st.dataframe(pd.DataFrame(rows), hide_index=True)
+    if waiting:
+        st.caption("Some rows are still being computed or updated…")
+    elif not rows:
+        st.caption("No comparisons yet.")
+
+
+breakdown("Per environment", [({"env": e}, spec_hash, e) for e in envs])
+breakdown(
+    "Per judge spec",
+    [({"judge spec": data.spec_label(sp)}, sp["hash"], env_id) for sp in specs if sp["groups"]],
+)
+
+if data.BACKGROUND.pending(names):
+
+    @st.fragment(run_every=2)
+    def poll() -> None:
+        if not data.BACKGROUND.pending(names):
+            st.rerun(scope="app")
+
+    poll()

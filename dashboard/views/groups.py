@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
-
 from rankgym.dashboard import data, pickers
 from rankgym.dashboard.render import letter, md_escape, render_group
+
 from rankgym.store import StoreError
 
 PAGE_SIZE = 25
@@ -48,8 +48,10 @@ def show_group(group_id: str, spec_hash: str | None, tabbed: bool) -> None:
             st.error("Judge error (as text):")
             st.code(j.error, language=None, wrap_lines=True)
         if len(judgements) > 1:
-            st.caption(f"{len(judgements)} judgements of this group in the store; pick a spec in "
-                       "the sidebar to see another.")
+            st.caption(
+                f"{len(judgements)} judgements of this group in the store; pick a spec in "
+                "the sidebar to see another."
+            )
     labels = s.human_rankings(group_id=group.id)
     if labels:
         names = {t.id: letter(i) for i, t in enumerate(group.trajectories)}
@@ -74,29 +76,56 @@ if run_id is not None:
         step = None if choice == "(all)" else int(choice)
 env_id = pickers.pick_env(run_id)
 spec_hash = pickers.pick_spec()
-labeled = TRISTATE[st.sidebar.radio("Labeled by a person", list(TRISTATE), horizontal=True,
-                                    key="f_labeled")]
-hack = TRISTATE[st.sidebar.radio("Hack-flagged", list(TRISTATE), horizontal=True,
-                                 key="f_hack")]
-search = st.sidebar.text_input("Full-text search", key="f_search",
-                               placeholder="words in messages or tool calls")
-tabbed = st.sidebar.toggle("Tabs instead of columns", key="f_tabbed",
-                           help="Groups of more than 3 trajectories always use tabs.")
+labeled = TRISTATE[
+    st.sidebar.radio("Labeled by a person", list(TRISTATE), horizontal=True, key="f_labeled")
+]
+hack = TRISTATE[st.sidebar.radio("Hack-flagged", list(TRISTATE), horizontal=True, key="f_hack")]
+search = st.sidebar.text_input(
+    "Full-text search", key="f_search", placeholder="words in messages or tool calls"
+)
+tabbed = st.sidebar.toggle(
+    "Tabs instead of columns",
+    key="f_tabbed",
+    help="Groups of more than 3 trajectories always use tabs.",
+)
 
-filters = dict(run_id=run_id, step=step, env_id=env_id, spec_hash=spec_hash, labeled=labeled,
-               hack_flagged=hack, search=search.strip() or None)
+filters = dict(
+    run_id=run_id,
+    step=step,
+    env_id=env_id,
+    spec_hash=spec_hash,
+    labeled=labeled,
+    hack_flagged=hack,
+    search=search.strip() or None,
+)
 s = data.reader()
 total = s.count_groups(**filters)
 pages = max(1, -(-total // PAGE_SIZE))
 c1, c2 = st.columns([1, 3], vertical_alignment="bottom")
-page_no = c1.number_input("Page", min_value=1, max_value=pages, value=1, step=1,
-                          key="f_page:" + repr(sorted(filters.items())))
+page_no = c1.number_input(
+    "Page",
+    min_value=1,
+    max_value=pages,
+    value=1,
+    step=1,
+    key="f_page:" + repr(sorted(filters.items())),
+)
 c2.caption(f"{total} groups match · page {page_no} of {pages} · newest first")
 rows = s.list_groups(limit=PAGE_SIZE, offset=(page_no - 1) * PAGE_SIZE, **filters)
 table = pd.DataFrame(
     rows,
-    columns=["id", "run_id", "step", "env_id", "task_id", "n_trajectories", "judged",
-             "n_labels", "n_hack", "created_at"],
+    columns=[
+        "id",
+        "run_id",
+        "step",
+        "env_id",
+        "task_id",
+        "n_trajectories",
+        "judged",
+        "n_labels",
+        "n_hack",
+        "created_at",
+    ],
 )
 table["created_at"] = pd.to_datetime(table["created_at"], unit="s")
 st.dataframe(table, hide_index=True, height=min(36 * (len(table) + 1) + 4, 420))
@@ -118,8 +147,13 @@ def fmt(gid: str) -> str:
     return f"{gid} · step {r['step']} · {r['env_id']} · {r['task_id']}"
 
 
-chosen = st.selectbox("Open group", options, index=options.index(wanted) if wanted else 0,
-                      format_func=fmt, key=f"open_{wanted}")
+chosen = st.selectbox(
+    "Open group",
+    options,
+    index=options.index(wanted) if wanted else 0,
+    format_func=fmt,
+    key=f"open_{wanted}",
+)
 if chosen != wanted:
     st.query_params["group"] = chosen
 st.divider()

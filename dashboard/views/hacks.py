@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
-
 from rankgym.dashboard import data, pickers
 
 MAX_LINKS = 30
@@ -32,8 +31,13 @@ st.title("Reward-hack suspects")
 key = data.cache_key()
 run_id = pickers.pick_run()
 threshold = st.sidebar.number_input(
-    "Verifier pass threshold", value=1.0, min_value=0.0, max_value=1.0, step=0.05,
-    key="h_threshold", help="A verifiable reward below this counts as failed.",
+    "Verifier pass threshold",
+    value=1.0,
+    min_value=0.0,
+    max_value=1.0,
+    step=0.05,
+    key="h_threshold",
+    help="A verifiable reward below this counts as failed.",
 )
 
 signals = data.hack_signal_rows(key, run_id)

@@ -13,10 +13,10 @@ import random
 
 import pandas as pd
 import streamlit as st
-from scipy.stats import kendalltau
-
 from rankgym.dashboard import data, labeling, pickers
 from rankgym.dashboard.render import letter, md_escape, render_group
+from rankgym.judges.agreement import kendall_tau_b
+
 from rankgym.store import StoreError
 from rankgym.types import Group
 
@@ -55,7 +55,7 @@ def reveal(group: Group, order: list[int], revealed: dict) -> None:
     st.dataframe(df, hide_index=True)
     if len(scores) == len(ranking) >= 2:
         ids = list(ranking)
-        tau = kendalltau([-ranking[k] for k in ids], [scores[k] for k in ids]).statistic
+        tau = kendall_tau_b([-ranking[k] for k in ids], [scores[k] for k in ids])
         if tau == tau:  # not NaN (all tied on one side)
             st.metric("Kendall τ-b, you vs judge (this group)", f"{tau:+.2f}")
         else:
@@ -67,7 +67,9 @@ def reveal(group: Group, order: list[int], revealed: dict) -> None:
         st.session_state.pop("blind_revealed", None)
         st.rerun()
     with st.expander("The group with scores shown", expanded=False):
-        render_group(group, order=order, labels=[f"Trajectory {letter(p)}" for p in range(len(order))])
+        render_group(
+            group, order=order, labels=[f"Trajectory {letter(p)}" for p in range(len(order))]
+        )
 
 
 st.title("Blind ranking")
@@ -85,7 +87,8 @@ run_id = pickers.pick_run()
 env_id = pickers.pick_env(run_id)
 spec_hash = pickers.pick_spec(label="Reveal scores of judge")
 include_labeled = st.sidebar.checkbox(
-    "Include groups others ranked", key="q_include_labeled",
+    "Include groups others ranked",
+    key="q_include_labeled",
     help="For human-vs-human agreement. You never get a group you ranked or skipped.",
 )
 judged_only = st.sidebar.checkbox("Only judged groups", value=True, key="q_judged_only")
@@ -95,15 +98,27 @@ if not labeler:
     st.stop()
 
 s = data.reader()
-strata = labeling.queue_strata(s, labeler, run_id=run_id, env_id=env_id,
-                               include_labeled=include_labeled, judged_only=judged_only)
+strata = labeling.queue_strata(
+    s,
+    labeler,
+    run_id=run_id,
+    env_id=env_id,
+    include_labeled=include_labeled,
+    judged_only=judged_only,
+)
 left = sum(r["n"] for r in strata)
 shown: set[str] = st.session_state.setdefault("blind_shown", set())
 gid = st.session_state.get("blind_gid")
 if gid is None:
     gid = labeling.next_group(
-        s, labeler, run_id=run_id, env_id=env_id, include_labeled=include_labeled,
-        judged_only=judged_only, exclude=shown, rng=random.Random(),
+        s,
+        labeler,
+        run_id=run_id,
+        env_id=env_id,
+        include_labeled=include_labeled,
+        judged_only=judged_only,
+        exclude=shown,
+        rng=random.Random(),
     )
     if gid is None:
         st.success("Queue empty: nothing left to rank with these settings. Thank you!")
@@ -159,9 +174,10 @@ if submitted:
     else:
         row_id = data.write_label(s.path, group.id, labeler, ranking)
         st.session_state["blind_revealed"] = {
-            "group_id": group.id, "ranking": ranking, "row_id": row_id,
+            "group_id": group.id,
+            "ranking": ranking,
+            "row_id": row_id,
         }
         st.rerun()
 
-render_group(group, hide_scores=True, order=order,
-             labels=[f"Trajectory {x}" for x in letters])
+render_group(group, hide_scores=True, order=order, labels=[f"Trajectory {x}" for x in letters])

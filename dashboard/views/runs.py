@@ -11,7 +11,6 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 import streamlit as st
-
 from rankgym.dashboard import data, pickers
 from rankgym.dashboard.render import md_escape
 
@@ -25,10 +24,13 @@ def line_chart(df: pd.DataFrame, title: str, y_title: str, *, bars: bool = False
     base = alt.Chart(long, title=title)
     mark = base.mark_bar(opacity=0.8) if bars else base.mark_line(point=True)
     chart = mark.encode(
-        x=alt.X("step:O" if bars else "step:Q", title="step",
-                axis=alt.Axis(format="d", tickMinStep=1)),
+        x=alt.X(
+            "step:O" if bars else "step:Q", title="step", axis=alt.Axis(format="d", tickMinStep=1)
+        ),
         y=alt.Y("value:Q", title=y_title),
-        color=alt.Color("series:N", title=None, legend=alt.Legend(orient="bottom", columns=1, labelLimit=480)),
+        color=alt.Color(
+            "series:N", title=None, legend=alt.Legend(orient="bottom", columns=1, labelLimit=480)
+        ),
         xOffset="series:N" if bars else alt.Undefined,
         tooltip=["step", "series", alt.Tooltip("value:Q", format=".4g")],
     )
@@ -66,8 +68,11 @@ reward_parts = []
 if "judge" in curves:
     reward_parts.append(curves["judge"].rename(columns=lambda c: f"{c} (mean score)"))
 if "verifiable" in curves:
-    reward_parts.append(curves["verifiable"][["verifiable_reward"]].rename(
-        columns={"verifiable_reward": "verifiable reward (mean)"}))
+    reward_parts.append(
+        curves["verifiable"][["verifiable_reward"]].rename(
+            columns={"verifiable_reward": "verifiable reward (mean)"}
+        )
+    )
 if not logged.empty:
     cols = pick_columns(logged, "reward")
     cols = [c for c in cols if "std" not in c.lower()]
@@ -104,11 +109,13 @@ with right:
 
 zero = []
 if "verifiable" in curves:
-    zero.append(curves["verifiable"][["zero_variance_groups"]].rename(
-        columns={"zero_variance_groups": "verifiable reward all equal"}))
+    zero.append(
+        curves["verifiable"][["zero_variance_groups"]].rename(
+            columns={"zero_variance_groups": "verifiable reward all equal"}
+        )
+    )
 if ops is not None:
-    z = ops.pivot_table(index="step", columns="judge", values="zero_variance_judged",
-                        aggfunc="sum")
+    z = ops.pivot_table(index="step", columns="judge", values="zero_variance_judged", aggfunc="sum")
     zero.append(z.rename(columns=lambda c: f"judge scores all equal · {c}"))
     u = ops.pivot_table(index="step", columns="judge", values="unjudged", aggfunc="sum")
     if u.to_numpy().sum() > 0:

@@ -91,6 +91,10 @@ class Email:
             f"{self.sender_name} <{self.sender_email}>" if self.sender_name else self.sender_email
         )
 
+    def content(self) -> str:
+        """Subject and body: where an email *states* something (headers excluded)."""
+        return f"{self.subject}\n\n{self.body}"
+
     def as_text(self) -> str:
         """The email as ``read_email`` shows it: headers, blank line, body."""
         lines = [f"Message-ID: {self.id}", f"From: {self.sender}", f"To: {', '.join(self.to)}"]
@@ -443,24 +447,18 @@ class _Builder:
             :5
         ]
         self.peers = self.colleagues[5:]
-        # partners (external meetings) and vendors (invoices, POs)
+        # vendors (invoices, POs) and partners (external meetings)
+        vendor_cos = [c for c in companies[1:] if c[0] in V.VENDORS][:6]
+        partner_cos = [c for c in companies[1:] if c not in vendor_cos][:6]
         self.partners: list[tuple[str, str, list[Person]]] = []
-        for name, domain, _ in companies[1:7]:
-            people = [
-                self._work_person(
-                    name,
-                    domain,
-                    rng.choice(("Account Manager", "Partner Lead", "Director", "Program Lead")),
-                )
-                for _ in range(2)
-            ]
+        for name, domain, _ in partner_cos:
+            titles = ("Account Manager", "Partner Lead", "Director", "Program Lead")
+            people = [self._work_person(name, domain, rng.choice(titles)) for _ in range(2)]
             self.partners.append((name, domain, people))
-        services = list(V.SERVICES)
-        rng.shuffle(services)
         self.vendors: list[tuple[str, Person, list[tuple[str, int, int]]]] = []
-        for k, (name, domain, _) in enumerate(companies[7:13]):
+        for name, domain, _ in vendor_cos:
             billing = self._work_person(name, domain, "Accounts Receivable")
-            self.vendors.append((name, billing, services[2 * k : 2 * k + 2]))
+            self.vendors.append((name, billing, list(V.VENDORS[name])))
         self.friends = [self._private_person() for _ in range(8)]
         self.family = [self._private_person(self.owner.name.split(" ")[1]) for _ in range(3)]
         self.contractors = []
@@ -525,6 +523,29 @@ class _Builder:
             return False
         self._keys.add(parts)
         return True
+
+    def _identities(
+        self, kind: str, fact: tuple, alternatives: list[tuple], n_extra: int = 1
+    ) -> list | None:
+        """Reserve a fact's identity and 1..n_extra distractor identities, or nothing.
+
+        Returns ``[fact, *distractor identities]``, or None (and reserves nothing) when the fact's
+        identity is taken or no alternative is free: every question gets a distractor.
+        """
+        key = lambda ident: (kind, *(str(x) for x in ident))  # noqa: E731
+        if key(fact) in self._keys:
+            return None
+        extras: list[tuple] = []
+        for alt in alternatives:
+            if len(extras) == n_extra:
+                break
+            if alt != fact and alt not in extras and key(alt) not in self._keys:
+                extras.append(alt)
+        if not extras:
+            return None
+        for ident in (fact, *extras):
+            self._keys.add(key(ident))
+        return [fact, *extras]
 
     def _unique(self, make) -> str:
         for _ in range(10_000):
@@ -642,19 +663,19 @@ class _Builder:
         vendor, billing, services = rng.choice(self.vendors)
         (service, lo, hi) = rng.choice(services)
         month = rng.randint(1, 6)
-        if not self._key("invoice", vendor, service, str(month)):
-            return False
-        others = [m for m in range(1, 7) if m != month]
-        variants: list[tuple[str, int]] = [(service, month)]
-        for m in rng.sample(others, 2):
-            if self._key("invoice", vendor, service, str(m)):
-                variants.append((service, m))
         other_service = [s for s in services if s[0] != service]
-        if other_service and self._key("invoice", vendor, other_service[0][0], str(month)):
-            variants.append((other_service[0][0], month))
+        alts = [(service, m) for m in rng.sample(range(1, 7), 6)][:3] + [
+            (s[0], month) for s in other_service
+        ]
+        rng.shuffle(alts)
+        variants = self._identities("invoice", (service, month), alts, n_extra=2)
+        if variants is None:
+            return False
         drafts = []
         for k, (svc, m) in enumerate(variants):
-            lo_, hi_ = (lo, hi) if svc == service else (other_service[0][1], other_service[0][2])
+            lo_, hi_ = (
+                (lo, hi) if svc == service else next((a, b) for s_, a, b in services if s_ == svc)
+            )
             amount = self._amount(lo_, hi_)
             inv = self._code("INV-", "0123456789", 5)
             when = self._work_time(datetime(2024, m + 1, rng.randint(1, 9)))
@@ -693,11 +714,10 @@ class _Builder:
     def fact_expense(self) -> bool:
         rng = self.rng
         city = rng.choice(V.CITIES)
-        if not self._key("trip", city):
+        picked = self._identities("trip", (city,), [(c,) for c in rng.sample(V.CITIES, 6)])
+        if picked is None:
             return False
-        cities = [city] + [
-            c for c in rng.sample(V.CITIES, 4) if c != city and self._key("trip", c)
-        ][:1]
+        cities = [c for (c,) in picked]
         drafts = []
         for k, c in enumerate(cities):
             start = self._day(5, N_DAYS - 40)
@@ -734,13 +754,14 @@ class _Builder:
         rng = self.rng
         contractor = rng.choice(self.contractors)
         job = rng.choice(V.HOME_JOBS)
-        if not self._key("quote", contractor.name, job):
+        picked = self._identities(
+            "quote",
+            (contractor.name, job),
+            [(contractor.name, j) for j in rng.sample(V.HOME_JOBS, 6)],
+        )
+        if picked is None:
             return False
-        jobs = [job] + [
-            j
-            for j in rng.sample(V.HOME_JOBS, 3)
-            if j != job and self._key("quote", contractor.name, j)
-        ][:1]
+        jobs = [j for _, j in picked]
         drafts = []
         for k, j in enumerate(jobs):
             amount = self._amount(350, 9500)
@@ -805,6 +826,8 @@ class _Builder:
         other = rng.choice([m for m in V.EXTERNAL_MEETINGS if m != meeting])
         if self._key("meeting", org, other):
             t = self._slot(start, 3, 25)
+            while t.date() == new.date():
+                t = self._slot(start, 3, 25)
             drafts.append(self._add(
                 contact, [self.owner], self._work_time(self._day(0, N_DAYS - 30)), f"{other.capitalize()} with {org}",
                 self._letter(contact, self.owner, f"Confirming the {other} with {org} on {fmt_day(t, style)} at {fmt_time(t, tstyle)}.", "Talk then."),
@@ -855,6 +878,8 @@ class _Builder:
         if self._key("flight", other):
             ref3 = self._code("", "ABCDEFGHJKLMNPQRSTUVWXYZ23456789", 6)
             t = self._slot(self._day(0, N_DAYS - 30), 7, 40)
+            while t.date() == out.date():
+                t = self._slot(self._day(0, N_DAYS - 30), 7, 40)
             drafts.append(self._add(
                 a, [self.owner], self._any_time(self._day(0, N_DAYS - 30)), f"Booking confirmation {ref3}: {self.home_city} to {other}",
                 f"Dear {self.owner.name},\n\nThank you for booking with {a.name}. Your booking reference is {ref3}.\n\n"
@@ -877,20 +902,23 @@ class _Builder:
         rng = self.rng
         project = rng.choice(V.PROJECTS)
         deliverable = rng.choice(V.DELIVERABLES)
-        if not self._key("deadline", project, deliverable):
+        alts = [(project, d) for d in rng.sample(V.DELIVERABLES, 3)] + [
+            (p, deliverable) for p in rng.sample(V.PROJECTS, 3)
+        ]
+        rng.shuffle(alts)
+        variants = self._identities("deadline", (project, deliverable), alts, n_extra=2)
+        if variants is None:
             return False
-        variants = [(project, deliverable)]
-        other_d = rng.choice([d for d in V.DELIVERABLES if d != deliverable])
-        if self._key("deadline", project, other_d):
-            variants.append((project, other_d))
-        other_p = rng.choice([p for p in V.PROJECTS if p != project])
-        if self._key("deadline", other_p, deliverable):
-            variants.append((other_p, deliverable))
         drafts = []
         style = rng.randint(0, 3)
+        first_due = START
         for k, (p, d) in enumerate(variants):
             when = self._work_time(self._day(0, N_DAYS - 20))
             due = self._slot(when, 5, 30)
+            while k > 0 and due.date() == first_due.date():
+                due = self._slot(when, 5, 30)
+            if k == 0:
+                first_due = due
             body = self._letter(
                 self.manager, self.owner,
                 rng.choice((f"Please have the {d} for Project {p} ready by {fmt_day(due, style)}.",
@@ -920,15 +948,13 @@ class _Builder:
         rng = self.rng
         team = rng.choice(V.TEAMS)
         month = rng.randint(3, 9)
-        if not self._key("offsite", team, str(month)):
+        alts = [(team, m) for m in rng.sample(range(3, 10), 3)] + [
+            (t, month) for t in rng.sample(V.TEAMS, 3)
+        ]
+        rng.shuffle(alts)
+        variants = self._identities("offsite", (team, month), alts, n_extra=2)
+        if variants is None:
             return False
-        variants = [(team, month)]
-        m2 = rng.choice([m for m in range(3, 10) if m != month])
-        if self._key("offsite", team, str(m2)):
-            variants.append((team, m2))
-        t2 = rng.choice([t for t in V.TEAMS if t != team])
-        if self._key("offsite", t2, str(month)):
-            variants.append((t2, month))
         drafts = []
         for k, (t, m) in enumerate(variants):
             venue = self._unique(
@@ -968,13 +994,14 @@ class _Builder:
         rng = self.rng
         friend = rng.choice(self.friends)
         occasion = rng.choice(V.OCCASIONS)
-        if not self._key("dinner", friend.name, occasion):
+        picked = self._identities(
+            "dinner",
+            (friend.name, occasion),
+            [(friend.name, o) for o in rng.sample(V.OCCASIONS, 5)],
+        )
+        if picked is None:
             return False
-        variants = [occasion] + [
-            o
-            for o in rng.sample(V.OCCASIONS, 3)
-            if o != occasion and self._key("dinner", friend.name, o)
-        ][:1]
+        variants = [o for _, o in picked]
         drafts = []
         for k, occ in enumerate(variants):
             restaurant = self._unique(lambda: rng.choice(V.RESTAURANTS))
@@ -1009,11 +1036,12 @@ class _Builder:
     def fact_parcel(self) -> bool:
         rng = self.rng
         shop = rng.choice(V.SHOPS)
-        if not self._key("parcel", shop):
+        picked = self._identities(
+            "parcel", (shop,), [(s,) for s in rng.sample(V.SHOPS, len(V.SHOPS))]
+        )
+        if picked is None:
             return False
-        shops = [shop] + [
-            s for s in rng.sample(V.SHOPS, 3) if s != shop and self._key("parcel", s)
-        ][:1]
+        shops = [s for (s,) in picked]
         drafts = []
         points = rng.sample(V.PICKUP_POINTS, len(shops))
         for k, s in enumerate(shops):
@@ -1053,7 +1081,7 @@ class _Builder:
                 self.recruiter, self.owner,
                 f"{cand}'s onsite interview for the {role} role is on {fmt_day(t, rng.randint(0, 3))} at {fmt_time(t, rng.randint(0, 2))} "
                 f"in the {rooms[k]} room ({rng.choice(FLOORS)} floor).",
-                "You're on the panel for the system design part. The CV and scorecard are in the hiring folder.",
+                "You're on the panel for the second round. The CV and scorecard are in the hiring folder.",
             )  # fmt: skip
             drafts.append(
                 self._add(
@@ -1075,17 +1103,18 @@ class _Builder:
     def fact_presenter(self) -> bool:
         rng = self.rng
         month = rng.randint(1, 7)
-        if not self._key("allhands", str(month)):
+        picked = self._identities("allhands", (month,), [(m,) for m in rng.sample(range(1, 8), 7)])
+        if picked is None:
             return False
         topic = rng.choice(V.TOPICS)
-        months = [month] + [
-            m for m in rng.sample(range(1, 8), 3) if m != month and self._key("allhands", str(m))
-        ][:1]
-        drafts = []
+        months = [m for (m,) in picked]
+        drafts: list[_Draft] = []
+        answer = ""
         for k, m in enumerate(months):
             topics = [topic] + rng.sample([t for t in V.TOPICS if t != topic], 2)
             rng.shuffle(topics)
-            presenters = rng.sample(self.peers, 3)
+            pool = self.peers if k == 0 else [p for p in self.peers if p.name != answer]
+            presenters = rng.sample(pool, 3)
             when = self._work_time(datetime(2024, m, rng.randint(1, 12)))
             if when < START:
                 when = self._work_time(START + timedelta(days=rng.randint(0, 5)))
@@ -1121,16 +1150,20 @@ class _Builder:
         rng = self.rng
         sender = rng.choice(self.peers)
         project = rng.choice(V.PROJECTS)
-        if not self._key("handover", sender.name, project):
+        picked = self._identities(
+            "handover",
+            (sender.name, project),
+            [(sender.name, p) for p in rng.sample(V.PROJECTS, 5)],
+        )
+        if picked is None:
             return False
-        projects = [project] + [
-            p
-            for p in rng.sample(V.PROJECTS, 3)
-            if p != project and self._key("handover", sender.name, p)
-        ][:1]
-        drafts = []
+        projects = [p for _, p in picked]
+        drafts: list[_Draft] = []
+        answer = ""
         for k, p in enumerate(projects):
-            cover = rng.choice([c for c in self.peers if c != sender])
+            cover = rng.choice(
+                [c for c in self.peers if c != sender and (k == 0 or c.name != answer)]
+            )
             when = self._work_time(self._day())
             leave = when + timedelta(days=rng.randint(3, 20))
             body = self._letter(
@@ -1161,12 +1194,11 @@ class _Builder:
         rng = self.rng
         team = rng.choice(V.TEAMS)
         role = rng.choice(V.ROLES)
-        if not self._key("hire", team, role):
+        variants = self._identities(
+            "hire", (team, role), [(t, role) for t in rng.sample(V.TEAMS, 4)]
+        )
+        if variants is None:
             return False
-        variants = [(team, role)]
-        t2 = rng.choice([t for t in V.TEAMS if t != team])
-        if self._key("hire", t2, role):
-            variants.append((t2, role))
         drafts = []
         for k, (t, r) in enumerate(variants):
             hire = self._person_name()
@@ -1199,11 +1231,10 @@ class _Builder:
     def fact_hotel(self) -> bool:
         rng = self.rng
         city = rng.choice(V.CITIES)
-        if not self._key("hotel", city):
+        picked = self._identities("hotel", (city,), [(c,) for c in rng.sample(V.CITIES, 6)])
+        if picked is None:
             return False
-        cities = [city] + [
-            c for c in rng.sample(V.CITIES, 3) if c != city and self._key("hotel", c)
-        ][:1]
+        cities = [c for (c,) in picked]
         drafts = []
         for k, c in enumerate(cities):
             hotel = self._unique(lambda: f"{rng.choice(V.VENUE_PREFIXES)} Hotel")
@@ -1236,11 +1267,10 @@ class _Builder:
     def fact_wifi(self) -> bool:
         rng = self.rng
         city = rng.choice(V.CITIES)
-        if not self._key("wifi", city):
+        picked = self._identities("wifi", (city,), [(c,) for c in rng.sample(V.CITIES, 6)])
+        if picked is None:
             return False
-        cities = [city] + [
-            c for c in rng.sample(V.CITIES, 3) if c != city and self._key("wifi", c)
-        ][:1]
+        cities = [c for (c,) in picked]
         drafts = []
         words = (
             "harbor",
@@ -1289,13 +1319,11 @@ class _Builder:
         rng = self.rng
         vendor, _, services = rng.choice(self.vendors)
         service = rng.choice(services)[0]
-        if not self._key("po", vendor, service):
+        alts = [(v, s[0]) for v, _, ss in self.vendors for s in ss]
+        rng.shuffle(alts)
+        variants = self._identities("po", (vendor, service), alts)
+        if variants is None:
             return False
-        variants = [(vendor, service)]
-        for v2, _, s2 in rng.sample(self.vendors, 2):
-            if v2 != vendor and self._key("po", v2, s2[0][0]):
-                variants.append((v2, s2[0][0]))
-                break
         drafts = []
         for k, (v, s) in enumerate(variants):
             po = self._code("PO-", "0123456789", 6)

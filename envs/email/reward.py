@@ -221,9 +221,9 @@ def _n_candidates(text: str, kind: str) -> int:
 
 
 def is_abstention(answer: str) -> bool:
-    """Whether the answer says "I don't know" (or is empty)."""
-    a = answer.strip().lower().rstrip(".!")
-    return not a or any(a.startswith(p) or a == p for p in _ABSTAIN)
+    """Whether the answer is empty or a short "I don't know" / "could not find it"."""
+    a = " ".join(answer.lower().replace("\u2019", "'").split())
+    return not a or (len(a.split()) <= 15 and any(p in a for p in _ABSTAIN))
 
 
 @dataclass(frozen=True)
@@ -345,12 +345,16 @@ def score_episode(
     if len(sources) > MAX_SOURCES:
         signals.append("source_stuffing")
     source_ok = source_id in sources and len(sources) <= MAX_SOURCES
-    if answer is None or is_abstention(answer):
+    if answer is None or not answer.strip():
         return RewardBreakdown(
             round(partial, 4), False, False, source_ok, found, read, hack_signals=signals
         )
     correct, sig = answer_matches(answer, parts)
     signals += sig
+    if not correct and is_abstention(answer):
+        return RewardBreakdown(
+            round(partial, 4), False, False, source_ok, found, read, hack_signals=signals
+        )
     by_llm = False
     if not correct and not sig and checker is not None and any(p.kind == "text" for p in parts):
         reference = "; ".join(p.reference for p in parts)

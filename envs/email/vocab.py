@@ -278,23 +278,27 @@ COMPANIES: tuple[tuple[str, str, str], ...] = (
     ("Zephyr Mobility", "zephyrmobility.com", "mobility"),
 )
 
-# Vendor services a company gets invoiced for (service, typical monthly range in dollars).
-SERVICES: tuple[tuple[str, int, int], ...] = (
-    ("freight forwarding", 2200, 9800),
-    ("office cleaning", 900, 3400),
-    ("cloud hosting", 1800, 14500),
-    ("legal review", 3000, 18000),
-    ("event catering", 700, 6200),
-    ("translation services", 400, 3900),
-    ("payroll processing", 600, 2800),
-    ("equipment leasing", 1500, 7400),
-    ("security monitoring", 1100, 5600),
-    ("recruiting fees", 4000, 21000),
-    ("printing", 300, 2400),
-    ("IT support", 1300, 6900),
-    ("data labelling", 2100, 12800),
-    ("facility maintenance", 800, 4700),
-)
+# Companies that invoice for services: name -> ((service, low, high monthly dollars), ...).
+VENDORS: dict[str, tuple[tuple[str, int, int], ...]] = {
+    "Halvorsen Freight": (("freight forwarding", 2200, 9800), ("warehouse storage", 900, 5200)),
+    "Nimbus Cloudworks": (("cloud hosting", 1800, 14500), ("managed backups", 400, 2600)),
+    "Ardent Legal": (("legal review", 3000, 18000), ("contract drafting", 1500, 9000)),
+    "Riverbend Catering": (("event catering", 700, 6200), ("office lunches", 500, 3100)),
+    "Quillon Translation": (("translation services", 400, 3900), ("interpreting", 600, 4200)),
+    "Upland Payroll": (("payroll processing", 600, 2800), ("benefits administration", 500, 2300)),
+    "Embercore Security": (
+        ("security monitoring", 1100, 5600),
+        ("penetration testing", 4000, 16000),
+    ),
+    "Pinecrest Staffing": (("recruiting fees", 4000, 21000), ("temporary staffing", 2500, 11000)),
+    "Oakhollow Printing": (("printing", 300, 2400), ("signage", 250, 1900)),
+    "Tidewater Cleaning": (("office cleaning", 900, 3400), ("window cleaning", 200, 1200)),
+    "Sablewood Furniture": (("equipment leasing", 1500, 7400), ("furniture rental", 700, 3600)),
+    "Vantage Audit Group": (("audit fees", 5000, 24000), ("tax advisory", 1800, 8800)),
+    "Wildrose Events": (("event planning", 1200, 9500), ("venue hire", 900, 7000)),
+    "Yellowpine Software": (("IT support", 1300, 6900), ("software licences", 800, 9000)),
+    "Bluefjord Analytics": (("data labelling", 2100, 12800), ("analytics consulting", 3000, 15000)),
+}
 
 PROJECTS: tuple[str, ...] = (
     "Atlas",

@@ -5,18 +5,26 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from rankgym.envs.toolcalls import has_tool_call_markup, parse_text, parse_tool_calls
 
 
 def calls(text: str) -> list[tuple[str, dict]]:
-    return [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in parse_tool_calls(text)]
+    return [
+        (c["function"]["name"], json.loads(c["function"]["arguments"]))
+        for c in parse_tool_calls(text)
+    ]
 
 
 def test_documented_form_gives_openai_tool_calls():
-    out = parse_tool_calls('Let me compute. <tool_call>{"name": "add", "arguments": {"a": 7, "b": 9}}</tool_call>')
+    out = parse_tool_calls(
+        'Let me compute. <tool_call>{"name": "add", "arguments": {"a": 7, "b": 9}}</tool_call>'
+    )
     assert out == [
-        {"id": "call_0", "type": "function", "function": {"name": "add", "arguments": '{"a": 7, "b": 9}'}}
+        {
+            "id": "call_0",
+            "type": "function",
+            "function": {"name": "add", "arguments": '{"a": 7, "b": 9}'},
+        }
     ]
 
 
@@ -34,7 +42,7 @@ def test_documented_form_gives_openai_tool_calls():
         "<TOOL_CALL>add(a=7, b=9)</TOOL_CALL>",  # keyword call syntax, any tag case
         'Sure: {"name": "add", "arguments": {"a": 7, "b": 9}}',  # bare JSON object
         'I will call:\n```json\n{"name": "add", "arguments": {"a": 7, "b": 9}}\n```',
-        "<tool_call>Calling {\"name\": \"add\", \"arguments\": {\"a\": 7, \"b\": 9}} now</tool_call>",
+        '<tool_call>Calling {"name": "add", "arguments": {"a": 7, "b": 9}} now</tool_call>',
     ],
 )
 def test_lenient_variants_all_parse_to_the_same_call(text):
@@ -53,9 +61,9 @@ def test_several_calls_in_order_with_distinct_ids():
 
 
 def test_json_literals_inside_python_style_object():
-    assert calls("<tool_call>{'name': 'f', 'arguments': {'flag': true, 'x': null}}</tool_call>") == [
-        ("f", {"flag": True, "x": None})
-    ]
+    assert calls(
+        "<tool_call>{'name': 'f', 'arguments': {'flag': true, 'x': null}}</tool_call>"
+    ) == [("f", {"flag": True, "x": None})]
 
 
 @pytest.mark.parametrize(
@@ -64,13 +72,13 @@ def test_json_literals_inside_python_style_object():
         "7 + 9 = 16",
         "The answer is {x} where x = 16.",
         '{"name": "Ana", "age": 3}',  # JSON with a name but no arguments: not a call
-        "I'd say {\"answer\": 16}",
+        'I\'d say {"answer": 16}',
         "",
         "<tool_call></tool_call>",
-        "<tool_call>{\"name\": calculate</tool_call>",
+        '<tool_call>{"name": calculate</tool_call>',
         "<tool_call>__import__('os').system('echo pwned')</tool_call>",  # not a keyword call
         "<tool_call>f(1, 2)</tool_call>",  # positional args are not accepted
-        "<tool_call>{\"name\": \"f\", \"arguments\": [1, 2]}</tool_call>",
+        '<tool_call>{"name": "f", "arguments": [1, 2]}</tool_call>',
         "{" * 500 + "}" * 499,
         "<tool_call>" + "[" * 2000 + "]" * 2000 + "</tool_call>",
     ],

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Literal
 
 import pytest
-
 from rankgym.envs.tools import Tool, ToolBox, parse_docstring, tool
 
 
@@ -40,7 +39,9 @@ def test_schema_from_signature_and_google_docstring():
     params = fn["parameters"]
     assert params["type"] == "object" and params["required"] == ["value"]
     assert params["properties"]["value"]["type"] == "number"
-    assert params["properties"]["value"]["description"] == "The distance to convert (continued line)."
+    assert (
+        params["properties"]["value"]["description"] == "The distance to convert (continued line)."
+    )
     assert params["properties"]["unit"]["enum"] == ["km", "mi"]
     assert params["properties"]["unit"]["default"] == "km"
     assert params["properties"]["tags"]["description"] == "Optional labels."

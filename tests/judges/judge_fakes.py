@@ -15,8 +15,8 @@ from typing import Any
 import litellm
 from litellm import CustomLLM
 from litellm.types.utils import ModelResponse, Usage
-
 from rankgym.judges.group_judge import RetryPolicy
+
 from rankgym.types import Group, Message, ToolCall, ToolCallFunction, Trajectory
 
 FAST_RETRY = RetryPolicy(max_attempts=3, base_delay_s=0.001, max_delay_s=0.002, timeout_s=5)
@@ -40,7 +40,9 @@ def make_group(n: int = 3, final_answers: list[str] | None = None, gid: str = "g
     for i in range(n):
         msgs = list(prefix)
         msgs.append(
-            Message(role="assistant", tool_calls=[tool_call(f"c{i}a", "search_emails", {"q": "budget"})])
+            Message(
+                role="assistant", tool_calls=[tool_call(f"c{i}a", "search_emails", {"q": "budget"})]
+            )
         )
         msgs.append(Message(role="tool", tool_call_id=f"c{i}a", content='["m1", "m2"]'))
         email = EMAIL_A if i < 2 else EMAIL_B
@@ -68,7 +70,12 @@ def answer(scores: dict[str, float], hack: set[str] | None = None) -> str:
     return json.dumps(
         {
             "scores": [
-                {"trajectory_id": k, "score": v, "rationale": f"r-{k}", "hack_suspected": k in (hack or set())}
+                {
+                    "trajectory_id": k,
+                    "score": v,
+                    "rationale": f"r-{k}",
+                    "hack_suspected": k in (hack or set()),
+                }
                 for k, v in scores.items()
             ]
         }
@@ -101,7 +108,9 @@ class ScriptedJudge(CustomLLM):
         resp.usage = Usage(prompt_tokens=100, completion_tokens=10, total_tokens=110)  # type: ignore[attr-defined]
         return resp
 
-    async def acompletion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:  # type: ignore[override]
+    async def acompletion(
+        self, model: str, messages: list, *args: Any, **kwargs: Any
+    ) -> ModelResponse:  # type: ignore[override]
         return self.completion(model, messages, *args, **kwargs)
 
 

@@ -1,0 +1,192 @@
+"""Judge input tokens per group: rankgym's comparison prompt vs the RULER message format.
+
+RULER (OpenPipe ART, ``art/rewards/ruler.py``) sends the common message prefix once as JSON
+inside ``<context>``, then each trajectory's remaining messages as ``json.dumps`` of the
+OpenAI message dicts inside ``<trajectory id="N">``. rankgym additionally lists shared tool
+outputs once and references them, ignores tool-call ids when finding the common prefix, and
+writes messages as compact one-line records instead of JSON objects (see
+``rankgym/judges/prompt.py``). Both requests carry the same rubric; token counts are
+``litellm.token_counter`` for ``--model`` (exact for OpenAI models).
+
+Groups: ``--groups`` tasks of ``--env``, each with ``--group-size`` trajectories from the
+env's oracle with increasing noise (per-turn probability of a random tool call instead of the
+oracle's next step: 0, then evenly up to 1 = the random policy), so groups are varied the way
+sampled policies are: some read the same emails, some wander, some give up early.
+
+    .venv/bin/python bench/judge_tokens.py --env rankgym/EmailSearch-v0 --groups 50
+
+What it does not measure: judge quality, output tokens, or provider-side prompt caching.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from textwrap import dedent
+from typing import Any
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from rankgym.envs.policies import (  # noqa: E402
+    EpisodeContext,
+    Generation,
+    RandomPolicy,
+    derive_seed,
+)
+from rankgym.envs.rollout import rollout_groups  # noqa: E402
+from rankgym.judges.prompt import build_prompt, count_tokens, default_rubric  # noqa: E402
+from rankgym.types import Group  # noqa: E402
+
+
+def ruler_messages(group: Group, rubric: str) -> list[dict[str, str]]:
+    """The request RULER builds for these trajectories (its code path, reproduced)."""
+    message_lists = [[m.to_openai() for m in t.messages] for t in group.trajectories]
+    common = 0
+    for idx, msg in enumerate(message_lists[0]):
+        if all(len(ml) > idx and ml[idx] == msg for ml in message_lists):
+            common += 1
+        else:
+            break
+    all_identical = all(len(ml) == common for ml in message_lists)
+    user_text = ""
+    if common > 0 and not all_identical:
+        user_text += "<context>\n" + json.dumps(message_lists[0][:common]) + "\n</context>\n\n"
+    if all_identical:
+        serialized = ['<trajectory id="1">\n' + json.dumps(message_lists[0]) + "\n</trajectory>"]
+    else:
+        serialized = [
+            f'<trajectory id="{i}">\n' + json.dumps(ml[common:]) + "\n</trajectory>"
+            for i, ml in enumerate(message_lists, start=1)
+        ]
+    user_text += "Trajectories:\n\n" + "\n\n".join(serialized)
+    judge_prompt = dedent(
+        f"""
+        All of the trajectories below have been given the same goal. Your job is to consider each of them and give them a score between 0 and 1. Take into consideration your best judgement of the agent's goal.
+
+        Grading standards:
+        {rubric}
+        """
+    )
+    return [{"role": "system", "content": judge_prompt}, {"role": "user", "content": user_text}]
+
+
+class NoisyOracle:
+    """The env's oracle with noise: each turn, with probability ``noise``, a random tool call
+    (random tool, random arguments) instead of the oracle's next step; ``noise=1`` is the plain
+    random policy (random calls or random text, which ends the episode)."""
+
+    def __init__(self, noise: float, seed: int = 0) -> None:
+        self.noise = noise
+        self.name = f"oracle~{noise:.2f}"
+        self.random = RandomPolicy(seed=seed, p_tool=1.0 if noise < 1 else 0.5)
+        self.steps: dict[int | None, int] = {}  # oracle steps taken, per episode seed
+
+    def generate(
+        self, batch: list[Any], tools: list[Any], contexts: Sequence[EpisodeContext] | None = None
+    ) -> list[Generation]:
+        out = []
+        for i, messages in enumerate(batch):
+            ctx = contexts[i] if contexts else None
+            rng = random.Random(derive_seed("noise", ctx.seed if ctx else i, ctx.turn if ctx else 0))
+            script = (ctx.env.oracle(ctx.task) or []) if ctx is not None and ctx.env else []
+            if not script or rng.random() < self.noise:
+                out += self.random.generate([messages], [tools[i]], [ctx] if ctx else None)
+                continue
+            key = ctx.seed if ctx else None
+            k = min(self.steps.get(key, 0), len(script) - 1)
+            self.steps[key] = k + 1
+            msg = dict(script[k], role="assistant")
+            out.append(Generation(message=msg, policy=self.name, text=msg.get("content") or ""))
+        return out
+
+
+def make_groups(env: str, n_groups: int, group_size: int, seed: int) -> list[Group]:
+    """``n_groups`` groups of ``group_size`` trajectories, noise 0 .. 1 within each group."""
+    import gymnasium
+
+    e = gymnasium.make(env).unwrapped
+    tasks = [t.id for t in e.tasks("train")]
+    task_ids = random.Random(seed).sample(tasks, min(n_groups, len(tasks)))
+    noises = [k / max(1, group_size - 1) for k in range(group_size)]
+    per_noise = [
+        rollout_groups(env, NoisyOracle(nz, seed + k), task_ids=task_ids, group_size=1,
+                       seed=seed + k, run_id=f"bench-noise{k}", progress=False)  # fmt: skip
+        for k, nz in enumerate(noises)
+    ]
+    groups = []
+    for parts in zip(*per_noise, strict=True):
+        assert len({p.task_id for p in parts}) == 1
+        trajs = [p.trajectories[0] for p in parts]
+        groups.append(
+            Group(id=parts[0].id, env_id=parts[0].env_id, task_id=parts[0].task_id, trajectories=trajs)
+        )
+    return groups
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--env", default="rankgym/EmailSearch-v0")
+    ap.add_argument("--groups", type=int, default=50)
+    ap.add_argument("--group-size", type=int, default=4)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--model", default="openai/gpt-4o-mini", help="tokenizer (LiteLLM model string)")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+
+    t0 = time.perf_counter()
+    groups = make_groups(args.env, args.groups, args.group_size, args.seed)
+    rubric = default_rubric()
+    rows = []
+    for g in groups:
+        ours = build_prompt(g, rubric)
+        rows.append(
+            {
+                "group_id": g.id,
+                "ours": count_tokens(args.model, ours.messages),
+                "ruler": count_tokens(args.model, ruler_messages(g, rubric)),
+                "shared_outputs": ours.shared_outputs,
+                "prefix_messages": ours.prefix_messages,
+                "messages": sum(len(t.messages) for t in g.trajectories),
+                "verifiable": [t.verifiable_reward for t in g.trajectories],
+            }
+        )
+    ours_total = sum(r["ours"] for r in rows)
+    ruler_total = sum(r["ruler"] for r in rows)
+    ratios = sorted(r["ours"] / r["ruler"] for r in rows)
+    summary = {
+        "env": args.env,
+        "groups": len(rows),
+        "group_size": args.group_size,
+        "model_tokenizer": args.model,
+        "ours_tokens_per_group": ours_total / len(rows),
+        "ruler_tokens_per_group": ruler_total / len(rows),
+        "ratio_total": ours_total / ruler_total,
+        "ratio_median": statistics.median(ratios),
+        "ratio_p10": ratios[len(ratios) // 10],
+        "ratio_p90": ratios[(9 * len(ratios)) // 10],
+        "shared_outputs_per_group": sum(r["shared_outputs"] for r in rows) / len(rows),
+        "messages_per_group": sum(r["messages"] for r in rows) / len(rows),
+        "mean_verifiable_by_noise": [
+            statistics.mean(r["verifiable"][k] or 0.0 for r in rows) for k in range(args.group_size)
+        ],
+        "target": 0.7,
+        "seconds": time.perf_counter() - t0,
+    }
+    if args.json:
+        print(json.dumps(summary))
+    else:
+        for k, v in summary.items():
+            print(f"{k:>28}: {v:.3f}" if isinstance(v, float) else f"{k:>28}: {v}")
+        print("PASS" if summary["ratio_total"] <= 0.7 else "ABOVE TARGET", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

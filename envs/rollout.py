@@ -1,0 +1,472 @@
+"""The rollout driver: N episodes per task, stepped in lockstep, returned as Groups.
+
+``rollout_groups`` makes ``group_size`` envs per task and runs every episode of every task in
+the batch together. Each round it collects the episodes waiting for the model, makes *one*
+batched ``policy.generate`` call for all of them, then steps each env with its message. An
+assistant turn keeps the policy's prompt/completion token ids and sampler logprobs as a
+``rankgym.types.Turn``; a group is handed to ``on_group`` the moment its last episode ends.
+
+Determinism: the task selection, each episode's env seed and the per-episode sampling seed the
+policy receives all derive from ``(seed, step, task id, index)``, so the same call gives the
+same episodes however many run at once (up to floating-point differences between batch
+shapes). Group and trajectory ids derive from ``(run_id, step, env, task, seed, slot)``, which
+is what lets ``rollout_to_store`` resume a run by skipping groups already in the store.
+
+Failures are data: a policy or env exception ends *that* episode with ``Trajectory.error`` set
+(a failing batch is retried one conversation at a time to find the culprit); the rollout goes
+on. Only exceptions from ``on_group`` (e.g. a store that cannot be written) propagate.
+
+What it does not do: no threads or processes (envs step one after another between batched
+generations; slow tools slow everyone), no judging, no training, no retries of failed episodes,
+and ``rollout_groups`` itself writes nothing.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import random
+import time
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rankgym.envs.policies import EpisodeContext, Generation, Policy, derive_seed
+
+from rankgym.types import Group, Message, Trajectory, Turn, content_hash
+
+__all__ = [
+    "EnvFactory",
+    "RolloutResult",
+    "rollout_groups",
+    "rollout_to_store",
+    "select_tasks",
+    "summarize",
+]
+
+log = logging.getLogger(__name__)
+
+EnvSource = str | Callable[[], Any]
+_MESSAGE_KEYS = set(Message.model_fields) - {"schema_version"}
+
+
+@dataclass
+class _Episode:
+    group: int
+    index: int
+    task: Any
+    env: Any
+    seed: int
+    traj_id: str
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    turns: list[Turn] = field(default_factory=list)
+    done: bool = False
+    truncated: bool = False
+    error: str | None = None
+    verifiable_reward: float | None = None
+    hack_signals: list[str] = field(default_factory=list)
+    counts: dict[str, int | float] = field(default_factory=dict)
+    started: float = 0.0
+    ended: float = 0.0
+
+
+@dataclass
+class RolloutResult:
+    """What ``rollout_to_store`` did: the groups it wrote and the ones it found already there."""
+
+    run_id: str
+    groups: list[Group]
+    skipped_group_ids: list[str]
+    wall_s: float
+    success_threshold: float = 1.0
+
+    def summary(self) -> dict[str, Any]:
+        out = summarize(self.groups, self.wall_s, self.success_threshold)
+        out.update(run_id=self.run_id, skipped_groups=len(self.skipped_group_ids))
+        return out
+
+
+def _env_factory(env: EnvSource) -> tuple[Callable[[], Any], str | None]:
+    if isinstance(env, EnvFactory):
+        return env.make, env.env_id
+    if isinstance(env, str):
+        from rankgym.envs.registry import make
+
+        env_id = env
+        return (lambda: make(env_id)), env_id
+    return env, None
+
+
+def _env_id_of(env: Any, fallback: str | None) -> str:
+    if fallback:
+        return fallback
+    spec = getattr(env, "spec", None)
+    return getattr(spec, "id", None) or getattr(env, "env_id", None) or type(env).__name__
+
+
+def select_tasks(
+    tasks: Sequence[Any],
+    task_ids: Sequence[str] | None = None,
+    n_tasks: int | None = None,
+    seed: int = 0,
+    step: int = 0,
+) -> list[Any]:
+    """The tasks of a rollout: ``task_ids`` in that order, or ``n_tasks`` drawn without repeats.
+
+    The draw shuffles the whole split with a seed from ``(seed, step)`` and takes the first
+    ``n_tasks``, so asking for more tasks extends, not reshuffles, the selection. Raises
+    ValueError for unknown ids or more tasks than the split has.
+    """
+    if task_ids is not None:
+        by_id = {t.id: t for t in tasks}
+        missing = [t for t in task_ids if t not in by_id]
+        if missing:
+            raise ValueError(f"unknown task ids {missing[:5]} (the split has {len(tasks)} tasks)")
+        return [by_id[t] for t in task_ids]
+    if n_tasks is None:
+        return list(tasks)
+    if not 1 <= n_tasks <= len(tasks):
+        raise ValueError(f"asked for {n_tasks} tasks but the split has {len(tasks)}")
+    order = list(tasks)
+    random.Random(derive_seed("tasks", seed, step)).shuffle(order)
+    return order[:n_tasks]
+
+
+def _group_id(run_id: str, step: int, env_id: str, task_id: str, seed: int, slot: int) -> str:
+    return "grp-" + content_hash([run_id, step, env_id, task_id, seed, slot])[:12]
+
+
+def rollout_groups(
+    env: EnvSource,
+    policy: Policy,
+    task_ids: Sequence[str] | None = None,
+    n_tasks: int | None = None,
+    group_size: int = 4,
+    split: str = "train",
+    seed: int = 0,
+    run_id: str = "default",
+    step: int = 0,
+    progress: bool = True,
+    on_group: Callable[[Group], None] | None = None,
+    skip_group_ids: Collection[str] = (),
+    max_concurrent: int | None = None,
+    max_turns: int | None = None,
+    skipped: list[str] | None = None,
+) -> list[Group]:
+    """Roll out ``group_size`` episodes for each selected task; returns the Groups in task order.
+
+    ``env`` is a registered env id or a zero-argument factory returning a fresh ``Env`` (one is
+    made per episode). Tasks: ``task_ids`` or ``n_tasks`` from ``split`` (see ``select_tasks``;
+    neither = the whole split). Groups whose id is in ``skip_group_ids`` are not run (resume).
+    ``max_concurrent`` caps the episodes in flight (None = all; 1 = one episode at a time).
+    ``max_turns`` stops an episode the env has not ended after that many assistant turns
+    (``truncated``); by default the env's own ``max_turns`` applies, and an env that overruns
+    it by two turns is stopped with an error. ``skipped``, if given, receives the ids of the
+    groups that were skipped.
+    """
+    if group_size < 1:
+        raise ValueError(f"group_size must be >= 1, got {group_size}")
+    factory, env_id = _env_factory(env)
+    first = factory()
+    env_id = _env_id_of(first, env_id)
+    tasks = select_tasks(first.tasks(split), task_ids, n_tasks, seed, step)
+    threshold_turns = max_turns or int(getattr(first, "max_turns", 10)) + 2
+
+    plans: list[tuple[int, Any, str]] = []
+    for slot, task in enumerate(tasks):
+        gid = _group_id(run_id, step, env_id, task.id, seed, slot)
+        if gid not in skip_group_ids:
+            plans.append((slot, task, gid))
+        elif skipped is not None:
+            skipped.append(gid)
+    if not plans:
+        return []
+
+    pending: list[_Episode] = []
+    for g, (slot, task, gid) in enumerate(plans):
+        for i in range(group_size):
+            pending.append(
+                _Episode(
+                    group=g,
+                    index=i,
+                    task=task,
+                    env=None,
+                    seed=derive_seed("episode", seed, step, task.id, slot, i) % (2**31),
+                    traj_id="traj-" + content_hash([gid, i])[:12],
+                )
+            )
+    pending.reverse()  # pop() from the end keeps task order
+    spare_env = [first]
+    remaining = {g: group_size for g in range(len(plans))}
+    episodes_of: dict[int, list[_Episode]] = {g: [] for g in range(len(plans))}
+    finished: dict[int, Group] = {}
+    active: list[_Episode] = []
+    limit = max_concurrent or len(pending)
+
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(pending), desc="episodes", unit="ep", leave=False)
+
+    def finish(ep: _Episode) -> None:
+        ep.done, ep.ended = True, time.perf_counter()
+        if bar is not None:
+            bar.update(1)
+        remaining[ep.group] -= 1
+        if remaining[ep.group] == 0:
+            _, task, gid = plans[ep.group]
+            group = Group(
+                id=gid,
+                run_id=run_id,
+                step=step,
+                env_id=env_id,
+                task_id=str(task.id),
+                trajectories=[_trajectory(e, env_id) for e in episodes_of[ep.group]],
+            )
+            finished[ep.group] = group
+            if on_group is not None:
+                on_group(group)
+
+    try:
+        while pending or active:
+            while pending and len(active) < limit:
+                ep = pending.pop()
+                episodes_of[ep.group].append(ep)
+                ep.env = spare_env.pop() if spare_env else None
+                _start(ep, factory, split)
+                if ep.done:
+                    finish(ep)
+                else:
+                    active.append(ep)
+            if not active:
+                continue
+            gens = _generate(policy, active)
+            for ep, gen in zip(active, gens, strict=True):
+                _advance(ep, gen, threshold_turns, max_turns is not None)
+                if ep.done:
+                    finish(ep)
+            active = [e for e in active if not e.done]
+            if bar is not None:
+                bar.set_postfix(active=len(active), groups=len(finished))
+    finally:
+        if bar is not None:
+            bar.close()
+    return [finished[g] for g in sorted(finished)]
+
+
+def _start(ep: _Episode, factory: Callable[[], Any], split: str) -> None:
+    ep.started = time.perf_counter()
+    ep.counts = {
+        "tool_calls": 0,
+        "tool_errors": 0,
+        "completion_tokens": 0,
+        "prompt_tokens": 0,
+        "env_reward": 0.0,
+        "prompt_truncations": 0,
+    }
+    try:
+        if ep.env is None:
+            ep.env = factory()
+        messages, info = ep.env.reset(seed=ep.seed, options={"task_id": ep.task.id, "split": split})
+        ep.messages = [_clean(m) for m in messages]
+        ep.tools = list(info.get("tools") or [])
+    except Exception as e:
+        ep.error = f"env.reset: {type(e).__name__}: {e}"
+        ep.done = True
+
+
+def _generate(policy: Policy, active: list[_Episode]) -> list[Generation]:
+    """One batched call; if it raises, retry one conversation at a time to isolate failures."""
+
+    def ctx(ep: _Episode) -> EpisodeContext:
+        return EpisodeContext(task=ep.task, env=ep.env, seed=ep.seed, turn=len(ep.turns))
+
+    def call(eps: list[_Episode]) -> list[Generation]:
+        gens = policy.generate(
+            [copy.deepcopy(e.messages) for e in eps], [e.tools for e in eps], [ctx(e) for e in eps]
+        )
+        if len(gens) != len(eps):
+            raise RuntimeError(f"policy returned {len(gens)} generations for {len(eps)} prompts")
+        return gens
+
+    try:
+        return call(active)
+    except Exception as e:
+        if len(active) == 1:
+            return [_failed(policy, e)]
+        log.warning("batched generate failed (%s: %s); retrying one by one", type(e).__name__, e)
+    out = []
+    for ep in active:
+        try:
+            out.extend(call([ep]))
+        except Exception as e:
+            out.append(_failed(policy, e))
+    return out
+
+
+def _failed(policy: Policy, e: Exception) -> Generation:
+    return Generation(
+        message={"role": "assistant", "content": ""},
+        policy=getattr(policy, "name", ""),
+        error=f"policy.generate: {type(e).__name__}: {e}",
+    )
+
+
+def _advance(ep: _Episode, gen: Generation, turn_cap: int, cap_is_user_limit: bool) -> None:
+    """Record one generation and step the env with it."""
+    if gen.error:
+        ep.error, ep.done = gen.error, True
+        return
+    ep.counts["completion_tokens"] += gen.completion_tokens or len(gen.completion_token_ids)
+    ep.counts["prompt_tokens"] += len(gen.prompt_token_ids)
+    ep.counts["prompt_truncations"] += sum("truncated" in n for n in gen.notes)
+    try:
+        new, reward, terminated, truncated, info = ep.env.step(copy.deepcopy(gen.message))
+    except Exception as e:
+        ep.messages.append(_clean(gen.message))
+        ep.error, ep.done = f"env.step: {type(e).__name__}: {e}", True
+        return
+    executed = info.get("assistant_message") or gen.message
+    ep.messages.append(_clean(executed))
+    ep.turns.append(
+        Turn(
+            message_index=len(ep.messages) - 1,
+            prompt_token_ids=gen.prompt_token_ids,
+            completion_token_ids=gen.completion_token_ids,
+            completion_logprobs=gen.completion_logprobs,
+            policy=gen.policy or None,
+        )
+    )
+    ep.messages.extend(_clean(m) for m in new)
+    ep.counts["env_reward"] += float(reward or 0.0)
+    ep.counts["tool_calls"] += len(executed.get("tool_calls") or [])
+    ep.counts["tool_errors"] += int(info.get("tool_errors") or 0)
+    for name in info.get("hack_signals") or []:
+        if name not in ep.hack_signals:
+            ep.hack_signals.append(str(name))
+    if terminated or truncated:
+        vr = info.get("verifiable_reward")
+        ep.verifiable_reward = None if vr is None else float(vr)
+        ep.truncated, ep.done = bool(truncated and not terminated), True
+    elif len(ep.turns) >= turn_cap:
+        ep.truncated, ep.done = True, True
+        if not cap_is_user_limit:
+            ep.error = f"env did not end the episode after {len(ep.turns)} turns (max_turns + 2)"
+
+
+def _clean(m: dict[str, Any]) -> dict[str, Any]:
+    """An OpenAI message dict with only the keys ``rankgym.types.Message`` knows."""
+    return {k: v for k, v in dict(m).items() if k in _MESSAGE_KEYS}
+
+
+def _trajectory(ep: _Episode, env_id: str) -> Trajectory:
+    wall = (ep.ended or time.perf_counter()) - ep.started
+    metrics: dict[str, float | int | None] = {"turns": len(ep.turns), **ep.counts}
+    metrics["wall_time_s"] = round(wall, 4)
+    try:
+        messages = [Message.model_validate(m) for m in ep.messages]
+        error = ep.error
+    except Exception as e:  # an env emitted something that is not an OpenAI message
+        messages, error = [], f"invalid message from env: {e}"
+    return Trajectory(
+        id=ep.traj_id,
+        env_id=env_id,
+        task_id=str(ep.task.id),
+        seed=ep.seed,
+        messages=messages,
+        turns=ep.turns if error is None or messages else [],
+        verifiable_reward=ep.verifiable_reward,
+        metrics=metrics,
+        hack_signals=ep.hack_signals,
+        truncated=ep.truncated,
+        error=error,
+    )
+
+
+def summarize(
+    groups: Sequence[Group], wall_s: float, success_threshold: float = 1.0
+) -> dict[str, Any]:
+    """Counts, mean verifiable reward, success rate and throughput of finished groups.
+
+    ``success_rate`` is the share of *all* trajectories (errors included) whose verifiable
+    reward is >= ``success_threshold``; ``mean_verifiable_reward`` averages the trajectories
+    that have one (None if none has).
+    """
+    trajs = [t for g in groups for t in g.trajectories]
+    rewards = [t.verifiable_reward for t in trajs if t.verifiable_reward is not None]
+    tokens = sum(int(t.metrics.get("completion_tokens") or 0) for t in trajs)
+    turns = sum(int(t.metrics.get("turns") or 0) for t in trajs)
+    return {
+        "groups": len(groups),
+        "trajectories": len(trajs),
+        "errors": sum(t.error is not None for t in trajs),
+        "truncated": sum(t.truncated for t in trajs),
+        "mean_verifiable_reward": (sum(rewards) / len(rewards)) if rewards else None,
+        "success_rate": (
+            sum(r >= success_threshold for r in rewards) / len(trajs) if trajs else None
+        ),
+        "success_threshold": success_threshold,
+        "mean_turns": turns / len(trajs) if trajs else None,
+        "completion_tokens": tokens,
+        "hack_signals": sum(len(t.hack_signals) for t in trajs),
+        "wall_s": round(wall_s, 3),
+        "tokens_per_s": round(tokens / wall_s, 2) if wall_s > 0 else None,
+        "episodes_per_min": round(60 * len(trajs) / wall_s, 2) if wall_s > 0 else None,
+    }
+
+
+def rollout_to_store(
+    store: Any,
+    env: EnvSource,
+    policy: Policy,
+    *,
+    run_id: str | None = None,
+    run_name: str | None = None,
+    config: dict[str, Any] | None = None,
+    **kwargs: Any,
+) -> RolloutResult:
+    """``rollout_groups`` writing each group to ``store`` (``put_group``) as soon as it ends.
+
+    Each group is its own transaction, so a crash keeps the finished groups; calling again
+    with the same ``run_id`` (and the same seed/step/tasks) skips the groups already stored.
+    ``kwargs`` go to ``rollout_groups``. Returns the new groups and the skipped ids.
+    """
+    run_id = store.create_run(name=run_name or run_id, kind="rollout", config=config, run_id=run_id)
+    step = int(kwargs.get("step", 0))
+    existing = set(store.group_ids(run_id=run_id, step=step))
+    factory, env_id = _env_factory(env)
+    probe = factory()  # also the first episode's env
+    handed_out: list[Any] = []
+
+    def reuse_probe() -> Any:
+        env = probe if not handed_out else factory()
+        handed_out.append(env)
+        return env
+
+    skipped: list[str] = []
+    started = time.perf_counter()
+    groups = rollout_groups(
+        EnvFactory(reuse_probe, _env_id_of(probe, env_id)),
+        policy,
+        run_id=run_id,
+        on_group=store.put_group,
+        skip_group_ids=existing,
+        skipped=skipped,
+        **kwargs,
+    )
+    wall = time.perf_counter() - started
+    threshold = float(getattr(probe, "success_threshold", 1.0))
+    return RolloutResult(run_id, groups, skipped, wall, threshold)
+
+
+@dataclass
+class EnvFactory:
+    """A zero-argument env factory that also names the env id its envs are recorded under."""
+
+    make: Callable[[], Any]
+    env_id: str
+
+    def __call__(self) -> Any:
+        return self.make()

@@ -1,0 +1,282 @@
+"""`rankgym judge` and `rankgym agreement`.
+
+``judge`` judges every group of a store that has no successful judgement under the chosen
+spec (model + rubric + parameters), concurrently, writing each judgement as soon as it is
+done (an interrupted run keeps its work; rerunning continues, and cached presentations cost
+nothing). ``--dry-run`` makes no call: it prints the exact requests and their token counts.
+``agreement`` prints judge-vs-human/verifier/self and human-vs-human agreement tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from rankgym.cli import Command, UserError
+
+DEFAULT_JUDGE = "local/smollm2"
+
+
+def _judge_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--store", required=True, help="path of the SQLite store")
+    p.add_argument(
+        "--judge",
+        default=DEFAULT_JUDGE,
+        metavar="MODEL",
+        help="LiteLLM model string, e.g. openai/gpt-4.1-mini, anthropic/claude-sonnet-4-5, "
+        "hosted_vllm/Qwen/Qwen3-8B, ollama/qwen3:8b (default: %(default)s, the weak embedded "
+        "judge)",
+    )
+    p.add_argument("--rubric", metavar="FILE", help="comparison rubric (default: packaged)")
+    p.add_argument("--permutations", type=int, default=1, metavar="K", help="shuffled presentations per group, averaged (default: 1)")  # fmt: skip
+    p.add_argument("--dry-run", action="store_true", help="make no call; print the exact requests and token counts")  # fmt: skip
+    p.add_argument("--run", dest="run_id", metavar="R", help="only groups of this run")
+    p.add_argument("--step", type=int, help="only groups of this step")
+    p.add_argument("--limit", type=int, help="judge at most this many groups")
+    p.add_argument("--concurrency", type=int, default=4, metavar="C", help="LiteLLM calls in flight (default: 4)")  # fmt: skip
+    p.add_argument("--api-base", help="server URL for hosted_vllm/, ollama/ or other self-hosted judges (stored in the spec)")  # fmt: skip
+    p.add_argument("--context-window", type=int, help="judge's context in tokens; larger groups are judged in overlapping parts")  # fmt: skip
+    p.add_argument("--max-tokens", type=int, help="answer budget of the judge (default: 2048, local: 512)")  # fmt: skip
+    p.add_argument("--seed", type=int, default=0, help="judge seed, where the provider takes one (default: 0)")  # fmt: skip
+    p.add_argument("--attempts", type=int, default=4, help="tries per request before a group is stored as unjudged (default: 4)")  # fmt: skip
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds per request (default: 300)")  # fmt: skip
+
+
+def _spec_from_args(args: argparse.Namespace) -> Any:
+    from .group_judge import default_spec
+
+    rubric = None
+    if args.rubric:
+        path = Path(args.rubric)
+        if not path.is_file():
+            raise UserError(
+                f"rubric file {args.rubric!r} does not exist; pass a text/markdown file"
+            )
+        rubric = path.read_text(encoding="utf-8")
+        if not rubric.strip():
+            raise UserError(f"rubric file {args.rubric!r} is empty")
+    if "/" not in args.judge:
+        raise UserError(
+            f"--judge {args.judge!r} is not a LiteLLM model string; use provider/model, e.g. "
+            "local/smollm2, openai/gpt-4.1-mini, anthropic/claude-sonnet-4-5, ollama/qwen3:8b"
+        )
+    params: dict[str, Any] = {"seed": args.seed}
+    if args.context_window:
+        params["context_window"] = args.context_window
+    if args.max_tokens:
+        params["max_tokens"] = args.max_tokens
+    if args.api_base:
+        params["extra"] = {"api_base": args.api_base}
+    return default_spec(args.judge, rubric, **params)
+
+
+def _open_store(path: str, readonly: bool = False) -> Any:
+    from rankgym.store import Store, StoreError
+
+    if not Path(path).is_file():
+        raise UserError(
+            f"store {path!r} does not exist; create one with `rankgym rollout --store {path} ...`"
+        )
+    try:
+        return Store(path, readonly=readonly)
+    except StoreError as e:
+        raise UserError(str(e)) from None
+
+
+def _judge(args: argparse.Namespace) -> dict[str, Any]:
+    if args.permutations < 1:
+        raise UserError("--permutations must be at least 1")
+    if args.concurrency < 1:
+        raise UserError("--concurrency must be at least 1")
+    if args.attempts < 1:
+        raise UserError("--attempts must be at least 1")
+    spec = _spec_from_args(args)
+    store = _open_store(args.store)
+    try:
+        ids = store.unjudged_group_ids(spec.spec_hash, run_id=args.run_id, step=args.step)
+        if args.limit is not None:
+            ids = ids[: args.limit]
+        if args.dry_run:
+            return _dry_run(args, spec, store, ids)
+        return _judge_all(args, spec, store, ids)
+    finally:
+        store.close()
+
+
+def _dry_run(args: argparse.Namespace, spec: Any, store: Any, ids: list[str]) -> dict[str, Any]:
+    from .group_judge import context_budget, presentation_cache_key, presentation_orders
+    from .prompt import build_prompt, count_tokens
+
+    budget = context_budget(spec)
+    groups_out, total_in, requests, cached = [], 0, 0, 0
+    n_traj = 0
+    for gid in ids:
+        g = store.get_group(gid)
+        n_traj += len(g.trajectories)
+        orders = presentation_orders(
+            [t.id for t in g.trajectories], args.permutations, spec.seed, g.content_hash()
+        )
+        pres = []
+        for k, order in enumerate(orders):
+            hit = (
+                store.cache_get(spec.spec_hash, presentation_cache_key(g, order, None)) is not None
+            )
+            prompt = build_prompt(g, spec.rubric, order)
+            n = count_tokens(spec.model, prompt.messages)
+            fits = budget is None or n <= budget
+            pres.append(
+                {
+                    "order": order,
+                    "input_tokens": n,
+                    "cached": hit,
+                    "fits": fits,
+                    "messages": prompt.messages,
+                }
+            )
+            if hit:
+                cached += 1
+            else:
+                total_in += n
+                requests += 1
+            if not args.json:
+                state = (
+                    "cached, no call" if hit else "fits" if fits else "too large: would be split"
+                )
+                print(f"=== group {gid} ({len(g.trajectories)} trajectories) presentation "
+                      f"{k + 1}/{len(orders)}: {n} input tokens ({state}) ===")  # fmt: skip
+                for m in prompt.messages:
+                    print(f"--- {m['role']} ---\n{m['content']}")
+        groups_out.append({"group_id": gid, "presentations": pres})
+    est_out = 60 * n_traj * args.permutations
+    cost = None
+    try:
+        import litellm
+
+        p_in, p_out = litellm.cost_per_token(
+            model=spec.model, prompt_tokens=total_in, completion_tokens=est_out
+        )
+        cost = p_in + p_out
+    except Exception:
+        pass
+    summary = {
+        "dry_run": True,
+        "groups": len(ids),
+        "requests": requests,
+        "cached": cached,
+        "input_tokens": total_in,
+        "estimated_output_tokens": est_out,
+        "estimated_cost_usd": cost,
+        "judged": 0,
+        "unjudged": len(ids),
+        "calls": 0,
+        "output_tokens": 0,
+        "spec_hash": spec.spec_hash,
+        "model": spec.model,
+        "per_group": groups_out,
+    }
+    if not args.json:
+        money = f", about ${cost:.4f}" if cost is not None else ""
+        print(
+            f"dry run: {len(ids)} groups, {requests} requests, {total_in} input tokens "
+            f"(+~{est_out} output{money}), {cached} presentations cached; judge {spec.model}, "
+            f"spec {spec.spec_hash}; nothing was sent"
+        )
+    return summary
+
+
+def _judge_all(args: argparse.Namespace, spec: Any, store: Any, ids: list[str]) -> dict[str, Any]:
+    from tqdm import tqdm
+
+    from .group_judge import GroupJudge, RetryPolicy, summarize
+
+    store.put_judge_spec(spec)
+    retry = RetryPolicy(max_attempts=args.attempts, timeout_s=args.timeout)
+    bar = tqdm(
+        total=len(ids), desc="judging groups", unit="group", disable=args.quiet, file=sys.stderr
+    )
+
+    async def main() -> list[Any]:
+        judge = GroupJudge(spec, store, concurrency=args.concurrency, retry=retry)
+        loading = asyncio.Semaphore(args.concurrency * 2)  # groups held in memory at once
+        done: list[Any] = []
+
+        async def one(gid: str) -> Any:
+            async with loading:
+                g = store.get_group(gid)
+                j = await judge.judge_and_record(g, args.permutations)
+            done.append(j)
+            bar.update(1)
+            bar.set_postfix(unjudged=sum(1 for r in done if r.status != "ok"))
+            return j
+
+        return await asyncio.gather(*(one(gid) for gid in ids))
+
+    try:
+        judgements = asyncio.run(main())
+    finally:
+        bar.close()
+    summary = summarize(judgements, spec.spec_hash)
+    summary["model"] = spec.model
+    errors = [{"group_id": j.group_id, "error": j.error} for j in judgements if j.status != "ok"]
+    summary["errors"] = errors[:20]
+    if not args.json:
+        cost = f", ${summary['cost_usd']:.4f}" if summary["cost_usd"] else ""
+        print(
+            f"judged {summary['judged']} groups ({summary['cached']} from cache), "
+            f"{summary['unjudged']} unjudged; {summary['calls']} calls, "
+            f"{summary['input_tokens']} input / {summary['output_tokens']} output tokens{cost}; "
+            f"judge {spec.model}, spec {spec.spec_hash}"
+        )
+        for e in errors[:10]:
+            print(f"  unjudged {e['group_id']}: {e['error']}")
+        if errors:
+            print("  (unjudged groups are stored with their error; rerun to retry them)")
+    return summary
+
+
+JUDGE = Command("judge", "judge every unjudged group in a store", _judge_args, _judge)
+
+
+def _agreement_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--store", required=True, help="path of the SQLite store")
+    p.add_argument("--spec", help="judge spec hash or prefix (default: the most used)")
+    p.add_argument("--env", dest="env_id", help="only groups of this env id")
+    p.add_argument("--disagreements", type=int, default=10, metavar="N", help="list the N groups where judge and people disagree most (default: 10)")  # fmt: skip
+    p.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (default: 2000)")  # fmt: skip
+
+
+def _agreement(args: argparse.Namespace) -> dict[str, Any]:
+    from .agreement import agreement_report, disagreements, format_report
+
+    store = _open_store(args.store, readonly=True)
+    try:
+        try:
+            report = agreement_report(
+                store, spec_hash=args.spec, env_id=args.env_id, n_resamples=args.resamples
+            )
+            rows = disagreements(
+                store, spec_hash=args.spec, env_id=args.env_id, limit=args.disagreements
+            )
+        except ValueError as e:
+            raise UserError(str(e)) from None
+    finally:
+        store.close()
+    if not args.json:
+        print(format_report(report))
+        if rows:
+            print("\ngroups where the judge and people disagree most:")
+            print(f"  {'group':<24} {'tau_b':>6} {'pairs':>6}  judge top -> people top")
+            for r in rows:
+                tau = "  -   " if r["kendall_tau_b"] is None else f"{r['kendall_tau_b']:+.2f}"
+                print(
+                    f"  {r['group_id']:<24} {tau:>6} {r['pairwise_accuracy']:>6.2f}  "
+                    f"{','.join(r['judge_top'])} -> {','.join(r['human_top'])}"
+                )
+    return {**report, "disagreements": json.loads(json.dumps(rows))}
+
+
+AGREEMENT = Command("agreement", "judge vs human/verifier agreement", _agreement_args, _agreement)
