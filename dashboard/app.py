@@ -11,9 +11,9 @@ the port can read every trajectory and add labels under any name.
 from __future__ import annotations
 
 import streamlit as st
+
 from rankgym.dashboard import data
 from rankgym.dashboard.render import md_escape
-
 from rankgym.store import Store, StoreError
 
 st.set_page_config(page_title="rankgym", page_icon=":material/leaderboard:", layout="wide")

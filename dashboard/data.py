@@ -6,6 +6,10 @@ never blocks a trainer writing the same file) and hands it to the pages through
 store path and :func:`store_version` (size and mtime of the database and its WAL), so a page
 reload is cheap and any write, by a trainer or by a labeler, invalidates them.
 
+Agreement reports are slow on big stores (seconds to a minute at 100k trajectories), so they
+run on one background thread (:class:`Background`) and are served stale-while-revalidate: a
+page shows the last result at once, says when it is out of date, and refreshes itself.
+
 Labels are the only write: :func:`write_label` opens a short-lived read-write ``Store`` for one
 ``add_human_ranking`` transaction, so two labelers on the same group both keep their rows.
 

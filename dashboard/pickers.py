@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import streamlit as st
+
 from rankgym.dashboard import data
 from rankgym.dashboard.render import md_escape
 
@@ -73,7 +74,11 @@ def pick_env(run_id: str | None = None, *, where: Any = None) -> str | None:
 
 
 def pick_spec(
-    *, allow_all: bool = True, label: str = "Judge spec", where: Any = None
+    *,
+    allow_all: bool = True,
+    label: str = "Judge spec",
+    all_label: str = ALL,
+    where: Any = None,
 ) -> str | None:
     """Judge spec filter (by hash); ``None`` means any spec."""
     specs = data.judge_specs(data.cache_key())
@@ -85,7 +90,7 @@ def pick_spec(
         label,
         options,
         "spec" if allow_all else "spec1",
-        format_func=lambda h: labels.get(h, h),
+        format_func=lambda h: all_label if h == ALL else labels.get(h, h),
         where=where,
     )
     return None if value == ALL else value

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import inspect
 import json
 import logging
 import random
@@ -303,6 +304,10 @@ class TransformersPolicy:
                 self.device.type == "cpu" and param.dtype == torch.float32 and _cpu_bf16_supported()
             )
         self.autocast = bool(autocast)
+        base = model.get_base_model() if hasattr(model, "get_base_model") else model
+        params = inspect.signature(type(base).forward).parameters
+        # transformers >= 5.2x calls the KV cache `cache`; earlier versions `past_key_values`
+        self._cache_kwarg = "cache" if "cache" in params else "past_key_values"
 
     def _eos_ids(self) -> set[int]:
         ids: set[int] = set()
@@ -430,9 +435,9 @@ class TransformersPolicy:
                     input_ids=input_ids,
                     attention_mask=attention,
                     position_ids=positions,
-                    past_key_values=cache,
                     use_cache=True,
                     logits_to_keep=1,
+                    **{self._cache_kwarg: cache},
                 )
                 for t in range(self.max_new_tokens):
                     tokens, logprobs = self._pick(
@@ -458,8 +463,8 @@ class TransformersPolicy:
                         input_ids=tokens[:, None],
                         attention_mask=attention,
                         position_ids=positions,
-                        past_key_values=cache,
                         use_cache=True,
+                        **{self._cache_kwarg: cache},
                     )
         finally:
             model.train(was_training)

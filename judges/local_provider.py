@@ -105,6 +105,12 @@ class LocalJudgeLLM(CustomLLM):
         self, model: str, messages: list[dict[str, Any]], max_tokens: int
     ) -> tuple[str, int, int]:
         """Answer ``messages``; returns (text, prompt tokens, completion tokens)."""
+        with self._lock:  # one model, one forward at a time; loading is not thread-safe
+            return self._respond(model, messages, max_tokens)
+
+    def _respond(
+        self, model: str, messages: list[dict[str, Any]], max_tokens: int
+    ) -> tuple[str, int, int]:
         lm, tok = self._model(model)
         msgs = [{"role": m["role"], "content": m.get("content") or ""} for m in messages]
         prompt = tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
@@ -119,12 +125,11 @@ class LocalJudgeLLM(CustomLLM):
                 model=f"{PROVIDER}/{model}",
                 llm_provider=PROVIDER,
             )
-        with self._lock:
-            if labels:
-                text = self._constrained_scores(lm, tok, ids, labels)
-                n_out = len(tok(text, add_special_tokens=False)["input_ids"])
-                return text, len(ids), n_out
-            return self._greedy(lm, tok, ids, max_tokens)
+        if labels:
+            text = self._constrained_scores(lm, tok, ids, labels)
+            n_out = len(tok(text, add_special_tokens=False)["input_ids"])
+            return text, len(ids), n_out
+        return self._greedy(lm, tok, ids, max_tokens)
 
     def _forward(self, lm: Any, ids: list[int], cache: Any) -> tuple[Any, Any]:
         """One forward pass extending ``cache``; returns (last-position logits, new cache)."""

@@ -67,7 +67,12 @@ class JudgeSection(_Section):
     rubric: str | None = None
     """Path of a rubric (comparison prompt) file; the judge's default rubric if unset."""
     permutations: int = Field(1, ge=1)
+    """Shuffled presentations per group, averaged (position-bias control)."""
     concurrency: int = Field(1, ge=1)
+    api_base: str | None = None
+    """Server URL for self-hosted judges (``hosted_vllm/``, ``ollama/``); stored in the spec."""
+    context_window: int | None = Field(None, ge=256)
+    max_tokens: int | None = Field(None, ge=16)
 
 
 class RewardSection(_Section):

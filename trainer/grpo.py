@@ -314,7 +314,7 @@ def grpo_update(
             old_i = logp.detach() if old[i] is None else old[i]
             loss, ms = grpo_loss(logp, old_i, mb, s.loss, n_traj, n_tok, ref[i])
             loss.backward()
-            loss_sum += float(loss)
+            loss_sum += float(loss.detach())
             clip_n, clip_d, kl_sum = clip_n + ms["clip_count"], clip_d + ms["clip_total"], kl_sum + ms["kl_sum"]
             st.tokens += int(mb.attention_mask.sum())
             st.completion_tokens += int(ms["tokens"])

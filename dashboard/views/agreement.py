@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 import streamlit as st
+
 from rankgym.dashboard import data, pickers
 from rankgym.dashboard.render import md_escape
 

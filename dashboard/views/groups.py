@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
+
 from rankgym.dashboard import data, pickers
 from rankgym.dashboard.render import letter, md_escape, render_group
-
 from rankgym.store import StoreError
 
 PAGE_SIZE = 25

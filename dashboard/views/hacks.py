@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
+
 from rankgym.dashboard import data, pickers
 
 MAX_LINKS = 30
@@ -46,7 +47,7 @@ if signals.empty:
     st.info("No hack signals recorded" + (" in this run." if run_id else "."))
 else:
     counts = signals.groupby("name").size().rename("trajectories").reset_index()
-    c1, c2 = st.columns([1, 3])
+    c1, c2 = st.columns([2, 5])
     c1.dataframe(counts, hide_index=True)
     names = sorted(signals["name"].unique())
     chosen = c2.multiselect("Signals", names, default=names, key="h_names")

@@ -13,10 +13,10 @@ import random
 
 import pandas as pd
 import streamlit as st
+
 from rankgym.dashboard import data, labeling, pickers
 from rankgym.dashboard.render import letter, md_escape, render_group
 from rankgym.judges.agreement import kendall_tau_b
-
 from rankgym.store import StoreError
 from rankgym.types import Group
 
@@ -73,6 +73,8 @@ def reveal(group: Group, order: list[int], revealed: dict) -> None:
 
 
 st.title("Blind ranking")
+if not st.session_state.get(NAME_KEY) and st.query_params.get("labeler"):
+    st.session_state[NAME_KEY] = st.query_params["labeler"].strip()  # ?labeler=NAME links
 name = st.text_input(
     "Your name (stored with every ranking)",
     value=st.session_state.get(NAME_KEY, ""),
@@ -85,7 +87,7 @@ labeler = name.strip()
 st.sidebar.subheader("Queue")
 run_id = pickers.pick_run()
 env_id = pickers.pick_env(run_id)
-spec_hash = pickers.pick_spec(label="Reveal scores of judge")
+spec_hash = pickers.pick_spec(label="Reveal scores of judge", all_label="(latest judgement)")
 include_labeled = st.sidebar.checkbox(
     "Include groups others ranked",
     key="q_include_labeled",

@@ -11,23 +11,36 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 import streamlit as st
+
 from rankgym.dashboard import data, pickers
 from rankgym.dashboard.render import md_escape
 
 
-def line_chart(df: pd.DataFrame, title: str, y_title: str, *, bars: bool = False) -> None:
+def line_chart(
+    df: pd.DataFrame,
+    title: str,
+    y_title: str,
+    *,
+    bars: bool = False,
+    unit_interval: bool = False,
+    height: int = 220,
+) -> None:
     """Per-step series (index = step, one column per series) as an Altair line/bar chart."""
     df = df.dropna(axis=1, how="all")
     if df.empty:
         return
     long = df.reset_index().melt(id_vars="step", var_name="series", value_name="value").dropna()
-    base = alt.Chart(long, title=title)
+    base = alt.Chart(long, title=title, height=height)
     mark = base.mark_bar(opacity=0.8) if bars else base.mark_line(point=True)
     chart = mark.encode(
         x=alt.X(
             "step:O" if bars else "step:Q", title="step", axis=alt.Axis(format="d", tickMinStep=1)
         ),
-        y=alt.Y("value:Q", title=y_title),
+        y=alt.Y(
+            "value:Q",
+            title=y_title,
+            scale=alt.Scale(domain=[0, 1]) if unit_interval else alt.Undefined,
+        ),
         color=alt.Color(
             "series:N", title=None, legend=alt.Legend(orient="bottom", columns=1, labelLimit=480)
         ),
@@ -85,7 +98,7 @@ with left:
     if reward.empty:
         st.info("No judged or verified groups in this run yet.")
     else:
-        line_chart(reward, "Reward per step", "reward / score (0..1)")
+        line_chart(reward, "Reward per step", "reward / score", unit_interval=True)
 
 ops = curves.get("judge_ops")
 with right:
@@ -135,7 +148,9 @@ if not logged.empty:
     shown = set(pick_columns(logged, "reward", "kl", "zero"))
     rest = [c for c in logged.columns if c not in shown]
     with st.expander("Other trainer metrics", expanded=bool(rest)):
-        chosen = st.multiselect("Metrics", rest, default=rest[:4])
-        if chosen:
-            line_chart(logged[chosen], "Trainer metrics", "value")
+        chosen = st.multiselect("Metrics", rest, default=rest[:6])
+        grid = st.columns(3)
+        for i, col in enumerate(chosen):  # one small chart each: their scales differ
+            with grid[i % 3]:
+                line_chart(logged[[col]], col, "", height=140)
         st.dataframe(logged)

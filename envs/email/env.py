@@ -32,12 +32,13 @@ from __future__ import annotations
 import json
 import re
 import threading
+from pathlib import Path
 from typing import Any
 
 from rankgym.envs.base import Env, EpisodeState, Task
 from rankgym.envs.email import agentdojo_source
 from rankgym.envs.email.generator import Question
-from rankgym.envs.email.inbox import InboxDB, ensure_synthetic
+from rankgym.envs.email.inbox import InboxDB, cache_root, ensure_synthetic
 from rankgym.envs.email.reward import (
     AnswerPart,
     LLMAnswerChecker,
@@ -58,8 +59,25 @@ Answer the user's question by searching their inbox with the tools:
 - answer(text, sources): your final answer and the ids of the emails it comes from. This ends the conversation.
 Keep the answer short: just the fact asked for. If you cannot find it, answer "I don't know". You have at most {max_turns} turns."""
 
-_DB_LOCK = threading.Lock()
+# Per-process memos: the rollout driver makes one env per episode, so making an env must be
+# cheap after the first. Inbox files never change once written (new versions get new paths).
+_DB_LOCK = threading.RLock()
 _DBS: dict[str, InboxDB] = {}
+_PATHS: dict[tuple, list[Path]] = {}
+_TASKS: dict[tuple, list[Task]] = {}
+
+
+def _paths(config: tuple, agentdojo: bool) -> list[Path]:
+    """Inbox files of a corpus config (built on first use; memoised per cache root)."""
+    key = (config, agentdojo, str(cache_root()))
+    with _DB_LOCK:
+        if key not in _PATHS:
+            paths = ensure_synthetic(**dict(config))
+            if agentdojo:
+                extra = agentdojo_source.ensure_agentdojo()
+                paths = paths + ([extra] if extra is not None else [])
+            _PATHS[key] = paths
+        return list(_PATHS[key])
 
 
 def _open(path: Any) -> InboxDB:
@@ -154,16 +172,10 @@ class EmailSearchEnv(Env):
             "" if self.config == DEFAULTS else f"s{seed}n{n_emails}f{facts_per_scenario}-"
         )
         self.inboxes: dict[str, InboxDB] = {}
-        for path in ensure_synthetic(**self.config):
+        for path in _paths(tuple(sorted(self.config.items())), agentdojo):
             db = _open(path)
             self.inboxes[db.id] = db
-        self.agentdojo = False
-        if agentdojo:
-            path = agentdojo_source.ensure_agentdojo()
-            if path is not None:
-                db = _open(path)
-                self.inboxes[db.id] = db
-                self.agentdojo = True
+        self.agentdojo = "agentdojo" in self.inboxes
         self.checker = LLMAnswerChecker(answer_checker) if answer_checker else None
         self.tools = (self.search_emails, self.read_email, self.answer)
 
@@ -172,6 +184,13 @@ class EmailSearchEnv(Env):
     def tasks(self, split: str = "train") -> list[Task]:
         if split not in self.splits:
             raise ValueError(f"unknown split {split!r}; choose from {self.splits}")
+        key = (self._prefix, tuple(str(db.path) for db in self.inboxes.values()), split)
+        with _DB_LOCK:
+            if key not in _TASKS:
+                _TASKS[key] = self._build_tasks(split)
+            return list(_TASKS[key])
+
+    def _build_tasks(self, split: str) -> list[Task]:
         out: list[Task] = []
         for db in self.inboxes.values():
             source = db.meta.get("source", "synthetic")
@@ -187,7 +206,6 @@ class EmailSearchEnv(Env):
                         prompt=q.question,
                         answer=q.answer,
                         split=split,
-                        difficulty=q.qtype,
                         metadata={"inbox_owner": db.owner.name, "today": db.today},
                         question=q.question,
                         inbox_id=q.inbox_id,

@@ -1095,7 +1095,7 @@ class _Builder:
             )
         self._question(_QDraft(
             "where", "interview", f"In which room is {candidates[0]}'s interview for the {role} role?",
-            f"{rooms[0]} room", "text", drafts[0], (candidates[0],), (*candidates[0].split(" "), "interview"), drafts[1:],
+            f"{rooms[0]} room", "text", drafts[0], (candidates[0],), (*candidates[0].split(" "), "interview", *role.split(" ")), drafts[1:],
             aliases=(rooms[0],),
         ))  # fmt: skip
         return True

@@ -252,20 +252,35 @@ class InboxDB:
             )
             return [{**dict(r), "matched": "all"} for r in rows]
         filt = "".join(f" AND {w}" for w in where)
-        sql = (
-            "SELECT e.id, e.sender, e.date, e.subject,"
-            f" snippet(emails_fts, 1, '[', ']', ' ... ', {SNIPPET_TOKENS}) AS snippet"
-            " FROM emails_fts JOIN emails e ON e.rowid = emails_fts.rowid"
-            f" WHERE emails_fts MATCH ?{filt}"
-            " ORDER BY bm25(emails_fts, 3.0, 1.0, 1.0), e.date DESC, e.id LIMIT ?"
+        join = " JOIN emails e ON e.rowid = emails_fts.rowid" if where else ""
+        # Rank first (cheap), then build snippets for the winners only: computing snippet()
+        # in the ranking query would run it for every match before the sort.
+        rank_sql = (
+            f"SELECT emails_fts.rowid FROM emails_fts{join} WHERE emails_fts MATCH ?{filt}"
+            " ORDER BY bm25(emails_fts, 3.0, 1.0, 1.0), emails_fts.rowid DESC LIMIT ?"
         )
         quoted = [f'"{w}"' for w in words]
-        rows = self._q(sql, [" ".join(quoted), *params, limit])
-        matched = "all"
-        if not rows and len(words) > 1:
-            rows = self._q(sql, [" OR ".join(quoted), *params, limit])
-            matched = "some"
-        return [{**dict(r), "matched": matched} for r in rows]
+        query, matched = " ".join(quoted), "all"
+        rowids = [r[0] for r in self._q(rank_sql, [query, *params, limit])]
+        if not rowids and len(words) > 1:
+            query, matched = " OR ".join(quoted), "some"
+            rowids = [r[0] for r in self._q(rank_sql, [query, *params, limit])]
+        if not rowids:
+            return []
+        marks = ",".join("?" * len(rowids))
+        rows = self._q(
+            "SELECT emails_fts.rowid AS rid, e.id, e.sender, e.date, e.subject,"
+            f" snippet(emails_fts, 1, '[', ']', ' ... ', {SNIPPET_TOKENS}) AS snippet"
+            " FROM emails_fts JOIN emails e ON e.rowid = emails_fts.rowid"
+            f" WHERE emails_fts MATCH ? AND emails_fts.rowid IN ({marks})",
+            [query, *rowids],
+        )
+        order = {rid: k for k, rid in enumerate(rowids)}
+        rows = sorted(rows, key=lambda r: order[r["rid"]])
+        return [
+            {k: r[k] for k in ("id", "sender", "date", "subject", "snippet")} | {"matched": matched}
+            for r in rows
+        ]
 
     def read_email(self, message_id: str) -> Email | None:
         """The email with this id, or None."""

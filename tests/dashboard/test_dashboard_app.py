@@ -182,10 +182,7 @@ def test_blind_ranking_writes_a_label_and_agreement_updates(store: Path) -> None
 
     at.switch_page("views/agreement.py").run()
     at = settle(at)
-    labeled = int(metric(at, "labeled by people"))
-    assert labeled == 6 or gid in Store(store, readonly=True).query(
-        "SELECT group_id FROM human_rankings WHERE labeler != 'carol'"
-    )[0].values()
+    assert metric(at, "labeled by people") == "6"  # the new label is in the agreement
 
 
 def test_skip_records_a_skip_and_moves_on(store: Path) -> None:
@@ -299,9 +296,7 @@ def test_queue_skips_own_and_labeled_groups_and_spans_strata(sample: tuple[Path,
         mine = {labeling.next_group(s, "alice", include_labeled=True, rng=rng) for _ in range(40)}
         assert not mine & labeled
         # bob skipped one group: never offered to him again.
-        skipped = {
-            r["group_id"] for r in s.human_rankings(labeler="bob", include_skipped=True)
-        }
+        skipped = {r["group_id"] for r in s.human_rankings(labeler="bob", include_skipped=True)}
         bobs = {labeling.next_group(s, "bob", include_labeled=True, rng=rng) for _ in range(40)}
         assert not bobs & skipped
         assert labeling.next_group(s, "zoe", exclude=set(summary["groups"])) is None
@@ -345,3 +340,46 @@ def test_command_line_binds_localhost_and_checks_the_store(
             commands.DASHBOARD.run(_args(store=str(sample[0]), port=port))
     with pytest.raises(UserError, match="not a TCP port"):
         commands.DASHBOARD.run(_args(store=str(sample[0]), port=70000))
+
+
+def test_two_labelers_on_the_same_group_both_keep_their_labels(store: Path) -> None:
+    sessions = []
+    for who in ("erin", "frank"):
+        at = app()
+        at.session_state["labeler_name"] = who
+        at.session_state["blind_gid"] = "grp-base-0"  # both were served the same group
+        at.switch_page("views/label.py").run()
+        sessions.append(at)
+    for at in sessions:  # both submit, after both loaded the form
+        for box in [b for b in at.selectbox if b.key and b.key.startswith("rank_")]:
+            box.select(1)  # all tied
+        at.button(key="submit_ranking").click().run()
+        assert not at.exception
+    rows = Store(store, readonly=True).human_rankings(group_id="grp-base-0")
+    assert {"erin", "frank"} <= {r["labeler"] for r in rows}
+
+
+def test_background_results_are_stale_while_revalidating() -> None:
+    import threading
+
+    from rankgym.dashboard.data import Background
+
+    bg = Background()
+    first = bg.get(("x",), (1,), lambda: "v1", deadline=time.monotonic() + 10)
+    assert (first.value, first.ready, first.fresh) == ("v1", True, True)
+    gate = threading.Event()
+
+    def slow() -> str:
+        gate.wait(10)
+        return "v2"
+
+    stale = bg.get(("x",), (2,), slow, deadline=time.monotonic())
+    assert (stale.value, stale.fresh) == ("v1", False) and bg.pending([("x",)])
+    gate.set()
+    deadline = time.monotonic() + 10
+    while bg.pending([("x",)]) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    fresh = bg.get(("x",), (2,), slow, deadline=time.monotonic())
+    assert (fresh.value, fresh.fresh) == ("v2", True)
+    failed = bg.get(("y",), (1,), lambda: 1 / 0, deadline=time.monotonic() + 10)
+    assert failed.error and "ZeroDivisionError" in failed.error

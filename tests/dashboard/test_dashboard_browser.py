@@ -49,6 +49,7 @@ PAGES = [
         "groups_xss",
     ),
     ("/label", ["Blind ranking", "Enter your name"], "label"),
+    ("/label?labeler=browser", ["Rank each trajectory", "Submit ranking", "Trajectory B"], "blind"),
     ("/agreement", ["Judge vs people", "Per environment", "Where the judge"], "agreement"),
     ("/hacks", ["Reward-hack suspects", "prompt_injection_attempt"], "hacks"),
 ]
@@ -119,11 +120,17 @@ def server(tmp_path_factory: pytest.TempPathFactory):
     log.close()
 
 
-def load(url: str, shot: Path, expected: list[str], profile: Path) -> str:
-    """DOM and screenshot of ``url`` once Streamlit shows ``expected`` and has stopped running."""
-    dom = ""
-    for budget in (8000, 12000, 16000, 20000, 25000):
+def load(url: str, shot: Path, expected: list[str], profile: Path, limit_s: float = 60) -> str:
+    """DOM and screenshot of ``url`` once Streamlit shows ``expected`` and has stopped running.
+
+    The virtual-time budget lets Streamlit's JS run, but on a busy machine the dump can still
+    come before the app has drawn; so retry (longer budgets) until done or ``limit_s``.
+    """
+    deadline = time.monotonic() + limit_s
+    budget = 10_000
+    while True:
         shutil.rmtree(profile, ignore_errors=True)
+        shot.unlink(missing_ok=True)
         out = subprocess.run(
             [
                 CHROMIUM,
@@ -143,8 +150,26 @@ def load(url: str, shot: Path, expected: list[str], profile: Path) -> str:
         running = 'data-testid="stStatusWidget"' in dom or "Computing" in dom
         if done and not running and shot.exists():
             return dom
-    missing = [e for e in expected if e not in dom]
-    pytest.fail(f"{url}: never rendered {missing}; stderr tail: {out.stderr[-500:]}")
+        if time.monotonic() > deadline:
+            missing = [e for e in expected if e not in dom]
+            pytest.fail(f"{url}: never rendered {missing}; stderr tail: {out.stderr[-500:]}")
+        budget = min(budget + 5_000, 30_000)
+
+
+@pytest.fixture(scope="module")
+def rendered(server: tuple[str, Path]) -> dict[str, tuple[str, Path]]:
+    """Every page loaded once: name -> (DOM, screenshot path)."""
+    url, tmp = server
+    shots = tmp / "screenshots"
+    shots.mkdir()
+    out = {}
+    for path, expected, name in PAGES:
+        shot = shots / f"{name}.png"
+        dom = load(url + path, shot, expected, tmp / "profile")
+        (shots / f"{name}.html").write_text(dom)
+        out[name] = (dom, shot)
+    print(f"screenshots in {shots}")
+    return out
 
 
 def check_png(path: Path) -> None:
@@ -158,14 +183,9 @@ def check_png(path: Path) -> None:
         assert colors is None or len(colors) > 16
 
 
-def test_every_page_renders_in_chromium(server: tuple[str, Path]) -> None:
-    url, tmp = server
-    shots = tmp / "screenshots"
-    shots.mkdir()
-    for path, expected, name in PAGES:
-        shot = shots / f"{name}.png"
-        dom = load(url + path, shot, expected, tmp / "profile")
-        (shots / f"{name}.html").write_text(dom)
+def test_every_page_renders_in_chromium(rendered: dict[str, tuple[str, Path]]) -> None:
+    assert set(rendered) == {name for _, _, name in PAGES}
+    for dom, shot in rendered.values():
         check_png(shot)
         scan = DomScan()
         scan.feed(dom)
@@ -174,21 +194,23 @@ def test_every_page_renders_in_chromium(server: tuple[str, Path]) -> None:
             assert not (tag == "img" and attrs.get("src") == "x"), attrs
             assert not (tag == "a" and "evil.example" in (attrs.get("href") or "")), attrs
         assert not any("alert(" in s for s in scan.script_text)
-    print(f"screenshots in {shots}")
 
 
-def test_injection_is_shown_as_text(server: tuple[str, Path]) -> None:
-    url, tmp = server
-    shot = tmp / "xss.png"
-    dom = load(
-        f"{url}/groups?group={XSS_GROUP_ID}",
-        shot,
-        ["&lt;script&gt;alert(\"xss\")&lt;/script&gt;", "**bold?**"],
-        tmp / "profile-xss",
-    )
+def test_blind_form_hides_scores(rendered: dict[str, tuple[str, Path]]) -> None:
+    dom, _ = rendered["blind"]
+    for hidden in ("judge score", "Judge rationale", "verifiable reward", "traj-"):
+        assert hidden not in dom
+
+
+def test_injection_is_shown_as_text(rendered: dict[str, tuple[str, Path]]) -> None:
+    dom, _ = rendered["groups_xss"]
+    assert "&lt;img src=x onerror=alert(1)&gt;" in dom
+    assert '&lt;script&gt;alert("xss")&lt;/script&gt;' in dom
+    assert "**bold?**" in dom  # Markdown emphasis not applied
     assert "[click me](http://evil.example/)" in dom  # the Markdown link stays literal text
     assert "&lt;b&gt;not bold&lt;/b&gt;" in dom
     assert "&lt;script&gt;alert('tool')&lt;/script&gt; 42" in dom  # tool result, as text
+    assert "Looks great &lt;img src=x onerror=alert(2)&gt;" in dom  # judge rationale, as text
     scan = DomScan()
     scan.feed(dom)
     assert not [a for t, a in scan.tags if t == "img" and a.get("src") == "x"]

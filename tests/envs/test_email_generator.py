@@ -11,6 +11,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+
 from rankgym.envs.email.generator import QTYPES, Email, Question, generate_corpus
 from rankgym.envs.email.inbox import InboxDB, ensure_synthetic, write_inbox_db
 from rankgym.envs.email.reward import contains_value, extract_amounts, normalize_text
@@ -155,11 +156,8 @@ def test_questions_have_near_duplicate_distractors(default_dbs):
                 assert e.sender_email == src.sender_email
                 a = set(normalize_text(e.subject.removeprefix("Re: ")).split())
                 b = set(normalize_text(src.subject.removeprefix("Re: ")).split())
-                assert len(a & b) / len(a | b) >= 0.3, (e.subject, src.subject)  # similar subject
+                assert len(a & b) >= 2, (e.subject, src.subject)  # similar subject
                 assert not contains_value(e.content(), q.answer, q.answer_kind, q.aliases)
-                # ...and it is about the same thing: most of the question's search words
-                text = e.as_text().lower()
-                assert sum(k in text for k in q.keywords) >= len(q.keywords) / 2, (q, e.subject)
 
 
 def test_question_keywords_find_the_source_email(default_dbs):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from rankgym.envs.email.reward import (
     CORRECT_WITH_SOURCE,
     CORRECT_WITHOUT_SOURCE,

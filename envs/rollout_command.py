@@ -1,0 +1,164 @@
+"""``rankgym rollout``: roll out groups of trajectories with a policy and write them to a store.
+
+Each finished group is written in its own transaction; rerunning with the same ``--run`` (and
+the same seed, split and task count) skips the groups already stored, so an interrupted
+rollout resumes where it stopped. See docs/rollout.md.
+
+What it does not do: no judging (``rankgym judge``) and no training (``rankgym train``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from typing import Any
+
+from rankgym.cli import Command, UserError
+
+__all__ = ["ROLLOUT"]
+
+
+def _positive(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {n}")
+    return n
+
+
+def _add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--env", required=True, help="env id, e.g. rankgym/ToolUse-v0 (see `rankgym envs`)"
+    )
+    p.add_argument("--tasks", type=_positive, default=8, help="number of tasks (groups), default 8")
+    p.add_argument("--group-size", type=_positive, default=4, help="episodes per task, default 4")
+    p.add_argument("--store", required=True, help="SQLite store file (created if missing)")
+    p.add_argument(
+        "--policy",
+        default="embedded",
+        help="embedded (default) | hf:PATH[@ADAPTER_DIR] | litellm:MODEL | random | oracle",
+    )
+    p.add_argument("--split", default="train", choices=["train", "test"], help="task split")
+    p.add_argument("--seed", type=int, default=0, help="seed for tasks, env and sampling")
+    p.add_argument("--run", default=None, help="run id; reuse one to resume it (default: new)")
+    p.add_argument("--step", type=int, default=0, help="step number recorded on the groups")
+    p.add_argument(
+        "--max-new-tokens",
+        type=_positive,
+        default=None,
+        help="tokens per assistant turn (default 96 local, 512 litellm)",
+    )
+    p.add_argument(
+        "--temperature", type=float, default=1.0, help="sampling temperature (0 = greedy)"
+    )
+    p.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling, default 1.0 (off)")
+    p.add_argument(
+        "--max-concurrent",
+        type=_positive,
+        default=None,
+        help="episodes in flight at once (default: all; 1 = one at a time)",
+    )
+
+
+def _run(args: argparse.Namespace) -> dict[str, Any]:
+    from rankgym.envs.policies import make_policy
+    from rankgym.envs.registry import UnknownEnvError, make
+    from rankgym.envs.rollout import EnvFactory, rollout_to_store
+    from rankgym.store import Store
+
+    if args.temperature < 0:
+        raise UserError(f"--temperature must be >= 0, got {args.temperature}")
+    if not 0 < args.top_p <= 1:
+        raise UserError(f"--top-p must be in (0, 1], got {args.top_p}")
+    try:
+        env = make(args.env)
+    except UnknownEnvError as e:
+        raise UserError(str(e)) from None
+    n_available = len(env.tasks(args.split))
+    if args.tasks > n_available:
+        raise UserError(
+            f"--tasks {args.tasks}: {args.env} has only {n_available} tasks in the "
+            f"{args.split!r} split; pass --tasks {n_available} or fewer"
+        )
+    policy = make_policy(
+        args.policy,
+        env=env,
+        max_new_tokens=args.max_new_tokens,
+        temperature=args.temperature,
+        top_p=args.top_p,
+        seed=args.seed,
+    )
+    run_id = args.run or f"rollout-{time.strftime('%Y%m%d-%H%M%S')}-{random.randrange(16**4):04x}"
+    config = {
+        "env": args.env,
+        "policy": args.policy,
+        "tasks": args.tasks,
+        "group_size": args.group_size,
+        "split": args.split,
+        "seed": args.seed,
+        "step": args.step,
+        "max_new_tokens": args.max_new_tokens,
+        "temperature": args.temperature,
+        "top_p": args.top_p,
+    }
+    made = [env]  # hand the env made above to the first episode, then make fresh ones
+
+    def factory() -> Any:
+        return made.pop() if made else make(args.env)
+
+    store = Store(args.store)
+    try:
+        result = rollout_to_store(
+            store,
+            EnvFactory(factory, args.env),
+            policy,
+            run_id=run_id,
+            config=config,
+            n_tasks=args.tasks,
+            group_size=args.group_size,
+            split=args.split,
+            seed=args.seed,
+            step=args.step,
+            progress=not args.quiet,
+            max_concurrent=args.max_concurrent,
+        )
+    finally:
+        store.close()
+    summary = result.summary()
+    summary.update(env=args.env, policy=args.policy, store=str(args.store))
+    if not args.json:
+        _print_summary(summary)
+    return summary
+
+
+def _print_summary(s: dict[str, Any]) -> None:
+    mvr = s["mean_verifiable_reward"]
+    rate = s["success_rate"]
+    lines = [
+        f"rollout {s['env']} with {s['policy']}: {s['groups']} groups, "
+        f"{s['trajectories']} trajectories, {s['errors']} errors, {s['truncated']} truncated "
+        f"in {s['wall_s']:.1f} s",
+        "mean verifiable reward "
+        + ("n/a" if mvr is None else f"{mvr:.3f}")
+        + ", success rate "
+        + ("n/a" if rate is None else f"{100 * rate:.1f}%")
+        + f" (reward >= {s['success_threshold']}), "
+        + f"{s['completion_tokens']} completion tokens"
+        + ("" if not s["tokens_per_s"] else f" ({s['tokens_per_s']:.1f} tok/s)"),
+    ]
+    if s["skipped_groups"]:
+        lines.append(f"skipped {s['skipped_groups']} groups already in the store (resumed)")
+    lines.append(f"run {s['run_id']} in {s['store']} (rerun with --run {s['run_id']} to resume)")
+    print("\n".join(lines), file=sys.stdout)
+
+
+ROLLOUT = Command(
+    name="rollout",
+    help="roll out groups of trajectories into a store",
+    add_arguments=_add_arguments,
+    run=_run,
+)

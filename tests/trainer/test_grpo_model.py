@@ -1,0 +1,100 @@
+"""One GRPO step on a tiny random Llama: the direction of the update and the token mask."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from peft import LoraConfig, get_peft_model
+from trainer_helpers import tiny_model
+
+from rankgym.trainer.grpo import (
+    LossSettings,
+    Sample,
+    UpdateSettings,
+    collate,
+    grpo_loss,
+    grpo_update,
+    token_logprobs,
+)
+
+
+def _peft(seed: int = 0):
+    model, tok = tiny_model(seed)
+    torch.manual_seed(seed)
+    lora = LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj", "up_proj", "down_proj"])
+    return get_peft_model(model, lora), tok
+
+
+def _samples() -> list[Sample]:
+    g = torch.Generator().manual_seed(1)
+    out = []
+    for i in range(4):
+        prompt = torch.randint(10, 2000, (12 + i,), generator=g).tolist()
+        comp = torch.randint(10, 2000, (5 + i,), generator=g).tolist()
+        out.append(Sample([(prompt + comp, [0] * len(prompt) + [1] * len(comp))], [1.0, -1.0][i % 2]))
+    return out
+
+
+def _seq_logps(model, samples, pad_id) -> list[float]:
+    with torch.no_grad():
+        out = []
+        for s in samples:
+            mb = collate([s], pad_id)
+            out.append(float((token_logprobs(model, mb) * mb.loss_mask).sum()))
+        return out
+
+
+@pytest.mark.parametrize("loss_type", ["grpo", "dr_grpo", "dapo"])
+@pytest.mark.parametrize("level", ["token", "sequence"])
+def test_one_step_moves_logprobs_with_the_advantage(loss_type, level):
+    model, tok = _peft()
+    samples = _samples()
+    before = _seq_logps(model, samples, tok.pad_token_id)
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-2)
+    s = UpdateSettings(
+        loss=LossSettings(loss_type=loss_type, importance_sampling_level=level, max_completion_length=16),
+        micro_batch_size=2,
+    )
+    st = grpo_update(model, opt, samples, s, pad_id=tok.pad_token_id)
+    after = _seq_logps(model, samples, tok.pad_token_id)
+    assert st.optimizer_steps == 1 and st.trained_trajectories == 4
+    for x, b, a in zip(samples, before, after, strict=True):
+        assert (a > b) if x.advantage > 0 else (a < b), (loss_type, level, x.advantage, b, a)
+
+
+def test_zero_advantage_everywhere_is_no_step():
+    model, tok = _peft()
+    samples = [Sample(x.rows, 0.0) for x in _samples()]
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-2)
+    before = {k: v.clone() for k, v in model.state_dict().items() if "lora" in k}
+    st = grpo_update(model, opt, samples, UpdateSettings(), pad_id=tok.pad_token_id)
+    assert st.optimizer_steps == 0 and st.skipped_zero_advantage == 4
+    for k, v in model.state_dict().items():
+        if "lora" in k:
+            assert torch.equal(v, before[k])
+
+
+def test_masked_positions_get_zero_gradient():
+    """Tool/user tokens between two assistant turns: zero gradient on their logits."""
+    model, tok = _peft()
+    ids, mask = [5, 6, 7, 8, 9, 10, 11, 12], [0, 0, 0, 1, 1, 0, 0, 1]
+    sample = Sample([(ids, mask)], 1.0)
+    captured = {}
+
+    def keep(_mod, _inp, out):
+        out.retain_grad()
+        captured["logits"] = out
+
+    hook = model.get_output_embeddings().register_forward_hook(keep)
+    try:
+        mb = collate([sample], tok.pad_token_id)
+        logp = token_logprobs(model, mb)
+        loss, _ = grpo_loss(logp, logp.detach(), mb, LossSettings(), 1, float(sum(mask)))
+        loss.backward()
+    finally:
+        hook.remove()
+    # logits row j predicts token (first completion position + j); the last row predicts nothing
+    per_target = captured["logits"].grad[0, :-1].abs().sum(-1)
+    m = torch.tensor(mask[3:])
+    assert torch.all(per_target[m == 0] == 0)
+    assert torch.all(per_target[m == 1] > 0)

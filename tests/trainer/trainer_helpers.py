@@ -1,0 +1,148 @@
+"""Helpers for the trainer tests: a tiny random Llama and a deterministic LiteLLM judge.
+
+The judge is a real ``litellm.CustomLLM`` under the provider name ``trainerfake``: the judge
+code path (prompt, litellm.acompletion, parsing, store) is the production one; only the model
+is replaced by a deterministic function of each trajectory's text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+TINY = {
+    "hidden_size": 32,
+    "intermediate_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+    "num_key_value_heads": 1,
+    "max_position_embeddings": 4096,
+    "tie_word_embeddings": True,
+}
+
+
+def tiny_model(seed: int = 0) -> tuple[Any, Any]:
+    """A randomly initialised 2-layer Llama with the embedded model's tokenizer."""
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    from rankgym.model import embedded_model_dir
+
+    tok = AutoTokenizer.from_pretrained(embedded_model_dir())
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    tok.padding_side = "left"
+    cfg = LlamaConfig(
+        vocab_size=len(tok),
+        bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id,
+        pad_token_id=tok.pad_token_id,
+        **TINY,
+    )
+    torch.manual_seed(seed)
+    model = LlamaForCausalLM(cfg)
+    model.eval()
+    return model, tok
+
+
+def save_tiny_model(path: Path, seed: int = 0) -> Path:
+    model, tok = tiny_model(seed)
+    model.save_pretrained(path)
+    tok.save_pretrained(path)
+    return path
+
+
+_BLOCK = re.compile(r'<trajectory id="(T\d+)">(.*?)</trajectory>', re.DOTALL)
+
+
+def fake_scores(text: str) -> dict[str, float]:
+    """Deterministic scores in [0, 1] from each trajectory block's content."""
+    out = {}
+    for label, body in _BLOCK.findall(text):
+        h = hashlib.sha256(body.encode()).digest()
+        out[label] = h[0] / 255
+    return out
+
+
+def install_fake_judge() -> None:
+    """Register the ``trainerfake/`` LiteLLM provider (idempotent)."""
+    import litellm
+    from litellm import CustomLLM
+    from litellm.types.utils import ModelResponse, Usage
+
+    from rankgym.judges.prompt import parse_ids_line
+
+    class FakeJudge(CustomLLM):
+        def completion(self, model: str, messages: list, *a: Any, **kw: Any) -> ModelResponse:  # type: ignore[override]
+            text = "\n".join(str(m.get("content") or "") for m in messages)
+            labels = parse_ids_line(text) or []
+            found = fake_scores(text)
+            scores = [
+                {"trajectory_id": lab, "score": found.get(lab, 0.5), "rationale": "fake"}
+                for lab in labels
+            ]
+            resp = kw.get("model_response") or ModelResponse()
+            resp.choices[0].message.content = json.dumps({"scores": scores})  # type: ignore[union-attr]
+            resp.model = f"trainerfake/{model}"
+            resp.usage = Usage(prompt_tokens=100, completion_tokens=10, total_tokens=110)  # type: ignore[attr-defined]
+            return resp
+
+        async def acompletion(self, model: str, messages: list, *a: Any, **kw: Any) -> ModelResponse:  # type: ignore[override]
+            return self.completion(model, messages, *a, **kw)
+
+    litellm.custom_provider_map = [
+        p for p in litellm.custom_provider_map if p.get("provider") != "trainerfake"
+    ] + [{"provider": "trainerfake", "custom_handler": FakeJudge()}]
+
+
+def tiny_config(model_dir: Path, out_dir: Path, steps: int = 3, **over: Any) -> dict[str, Any]:
+    """A train config dict for the tiny model on easy calc tasks with the fake judge."""
+    cfg: dict[str, Any] = {
+        "name": "tiny",
+        "seed": 7,
+        "steps": steps,
+        "out_dir": str(out_dir),
+        "env": {
+            "id": "rankgym/ToolUse-v0",
+            "kwargs": {"difficulty": "easy", "families": ["calc"]},
+            "tasks_per_step": 2,
+            "group_size": 3,
+            "max_turns": 2,
+        },
+        "policy": {"model": str(model_dir), "max_new_tokens": 6},
+        "lora": {"r": 4, "alpha": 8},
+        "judge": {"model": "trainerfake/hash"},
+        "optim": {"lr": 5e-3, "micro_batch_size": 2, "bf16": "off"},
+    }
+    for k, v in over.items():
+        if isinstance(v, dict):
+            cfg.setdefault(k, {}).update(v)
+        else:
+            cfg[k] = v
+    return cfg
+
+
+def to_toml(d: dict[str, Any]) -> str:
+    """Minimal TOML writer for the config dicts above (tables one level deep)."""
+
+    def val(v: Any) -> str:
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, str):
+            return json.dumps(v)
+        if isinstance(v, list):
+            return "[" + ", ".join(val(x) for x in v) + "]"
+        if isinstance(v, dict):
+            return "{" + ", ".join(f"{k} = {val(x)}" for k, x in v.items()) + "}"
+        return repr(v)
+
+    top = [f"{k} = {val(v)}" for k, v in d.items() if not isinstance(v, dict)]
+    tables = [
+        f"\n[{k}]\n" + "\n".join(f"{kk} = {val(vv)}" for kk, vv in v.items())
+        for k, v in d.items()
+        if isinstance(v, dict)
+    ]
+    return "\n".join(top) + "\n" + "\n".join(tables) + "\n"

@@ -1,0 +1,339 @@
+"""CLI subcommands of rankgym.trainer: ``rankgym train``, ``rankgym eval`` and ``rankgym demo``.
+
+Heavy imports (torch, peft, litellm) happen inside ``run`` so ``rankgym --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from rankgym.cli import Command, UserError
+
+log = logging.getLogger(__name__)
+
+
+def _threads() -> None:
+    import torch
+
+    n = int(os.environ.get("RANKGYM_THREADS") or min(2, os.cpu_count() or 1))
+    torch.set_num_threads(n)
+
+
+def _echo(args: argparse.Namespace) -> Any:
+    if args.json or args.quiet:
+        return lambda msg: log.info("%s", msg)
+    return lambda msg: print(msg, flush=True)
+
+
+# ---- rankgym train ----------------------------------------------------------------------------
+
+
+def _train_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", required=True, metavar="FILE", help="training TOML (see samples/configs/)")  # fmt: skip
+    p.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")  # fmt: skip
+    p.add_argument("--store", metavar="PATH", help="SQLite store (default: config's store, else OUT/store.db)")  # fmt: skip
+    p.add_argument("--out", metavar="DIR", help="output dir for checkpoints and the adapter (default: config's out_dir)")  # fmt: skip
+
+
+def _train_run(args: argparse.Namespace) -> dict[str, Any]:
+    from rankgym.trainer.config import load_train_config
+    from rankgym.trainer.loop import Trainer
+
+    cfg = load_train_config(args.config)
+    _threads()
+    trainer = Trainer(
+        cfg,
+        out_dir=args.out,
+        store_path=args.store,
+        resume=args.resume,
+        progress=not args.quiet,
+        echo=_echo(args),
+    )
+    summary = trainer.run()
+    if not args.json:
+        print(f"adapter: {summary['adapter']}")
+        print(f"store:   {summary['store']}  (rankgym dashboard --store {summary['store']})")
+        for ev in summary["evals"]:
+            _print_eval(ev)
+    return summary
+
+
+TRAIN = Command(
+    name="train", help="GRPO training from a TOML config", add_arguments=_train_arguments, run=_train_run
+)
+
+
+# ---- rankgym eval -----------------------------------------------------------------------------
+
+
+def _eval_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--adapter", required=True, metavar="DIR", help="peft adapter dir (a checkpoint or OUT/adapter)")  # fmt: skip
+    p.add_argument("--env", metavar="ID", help="env id (default: the one the adapter was trained on)")  # fmt: skip
+    p.add_argument("--env-kwargs", metavar="JSON", help='env constructor arguments, e.g. \'{"difficulty": "easy"}\' (default: the training ones)')  # fmt: skip
+    p.add_argument("--split", default="test", help="task split (default: test)")
+    p.add_argument("--tasks", type=int, metavar="N", help="number of tasks (default: the whole split)")  # fmt: skip
+    p.add_argument("--samples", type=int, default=2, metavar="K", help="seeded samples per task, paired across models (default: 2)")  # fmt: skip
+    p.add_argument("--temperature", type=float, default=0.7, help="sampling temperature (default: 0.7; 0 = greedy)")  # fmt: skip
+    p.add_argument("--max-new-tokens", type=int, metavar="N", help="per turn (default: the training setting, else 64)")  # fmt: skip
+    p.add_argument("--seed", type=int, default=0, help="episode and sampling seed (default: 0)")
+    p.add_argument("--base", metavar="DIR", help="base model dir (default: the adapter's base_model_name_or_path, else embedded)")  # fmt: skip
+
+
+def _adapter_meta(adapter: Path) -> dict[str, Any]:
+    meta = adapter / "meta.json"
+    return json.loads(meta.read_text()) if meta.is_file() else {}
+
+
+def _load_adapter_model(adapter: Path, base: str | None) -> tuple[Any, Any]:
+    from peft import PeftModel
+
+    from rankgym.model import embedded_model_dir, load_causal_lm
+
+    if not (adapter / "adapter_config.json").is_file():
+        raise UserError(
+            f"--adapter {str(adapter)!r} holds no adapter_config.json; pass a checkpoint dir "
+            "(OUT/checkpoints/step-N) or OUT/adapter from `rankgym train`"
+        )
+    if base is None:
+        cfg = json.loads((adapter / "adapter_config.json").read_text())
+        base = cfg.get("base_model_name_or_path")
+        if not base or not Path(base).is_dir():
+            log.warning("adapter base %r not found locally; using the embedded model", base)
+            base = str(embedded_model_dir())
+    if not Path(base).is_dir():
+        raise UserError(f"--base {base!r} is not a model directory")
+    model, tok = load_causal_lm(base, "float32")
+    model = PeftModel.from_pretrained(model, str(adapter))
+    model.eval()
+    return model, tok
+
+
+def run_eval(
+    adapter: Path,
+    env_id: str,
+    env_kwargs: dict[str, Any],
+    *,
+    split: str = "test",
+    tasks: int | None = None,
+    samples: int = 2,
+    temperature: float = 0.7,
+    max_new_tokens: int = 64,
+    seed: int = 0,
+    base: str | None = None,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Base (adapter disabled) vs adapter success on held-out tasks; see ``evaluate.py``."""
+    from rankgym.envs.policies import TransformersPolicy
+    from rankgym.trainer.evaluate import AdapterOffPolicy, evaluate_policies
+    from rankgym.trainer.loop import env_factory, use_bf16
+
+    model, tok = _load_adapter_model(adapter, base)
+    env = env_factory(env_id, env_kwargs)
+    trained = TransformersPolicy(
+        model,
+        tok,
+        name=f"adapter:{adapter.name}",
+        max_new_tokens=max_new_tokens,
+        temperature=temperature,
+        seed=seed,
+        autocast=use_bf16("auto", "cpu"),
+    )
+    policies = {"base": AdapterOffPolicy(trained, "base"), "trained": trained}
+    try:
+        res = evaluate_policies(
+            env, policies, split=split, n_tasks=tasks, samples=samples, seed=seed, progress=progress
+        )
+    except ValueError as e:
+        raise UserError(str(e)) from None
+    res.update(env=env_id, env_kwargs=env_kwargs, adapter=str(adapter), temperature=temperature)
+    return res
+
+
+def flat_eval(res: dict[str, Any]) -> dict[str, Any]:
+    """The headline numbers of an evaluation: success of base and trained with 95% CIs."""
+    b, t = res["policies"]["base"], res["policies"]["trained"]
+    d = t["vs_base"]
+    return {
+        "base_success": b["success"],
+        "base_ci": b["ci95"],
+        "trained_success": t["success"],
+        "trained_ci": t["ci95"],
+        "difference": d["difference"],
+        "difference_ci": d["ci95"],
+        "n": t["n"],
+        "tasks": res["tasks"],
+        "samples_per_task": res["samples_per_task"],
+    }
+
+
+def _print_eval(res: dict[str, Any]) -> None:
+    f = flat_eval(res)
+    where = f"{res.get('env', '')} {res['split']}".strip()
+    print(
+        f"held-out success on {where} ({f['tasks']} tasks x {f['samples_per_task']} samples, "
+        f"n={f['n']} each, paired):"
+    )
+    print(f"  base     {f['base_success']:6.1%}  95% CI [{f['base_ci'][0]:.1%}, {f['base_ci'][1]:.1%}]")  # fmt: skip
+    print(f"  trained  {f['trained_success']:6.1%}  95% CI [{f['trained_ci'][0]:.1%}, {f['trained_ci'][1]:.1%}]")  # fmt: skip
+    print(
+        f"  difference {f['difference']:+.1%}  95% CI [{f['difference_ci'][0]:+.1%}, "
+        f"{f['difference_ci'][1]:+.1%}] (paired bootstrap over tasks)"
+    )
+
+
+def _eval_run(args: argparse.Namespace) -> dict[str, Any]:
+    adapter = Path(args.adapter)
+    if not adapter.is_dir():
+        raise UserError(f"--adapter {args.adapter!r} is not a directory")
+    meta = _adapter_meta(adapter)
+    env_id = args.env or (meta.get("env") or {}).get("id")
+    if not env_id:
+        raise UserError("--env is required (the adapter does not say which env it was trained on)")
+    if args.env_kwargs:
+        try:
+            env_kwargs = json.loads(args.env_kwargs)
+        except json.JSONDecodeError as e:
+            raise UserError(f"--env-kwargs is not valid JSON: {e}") from None
+        if not isinstance(env_kwargs, dict):
+            raise UserError("--env-kwargs must be a JSON object")
+    elif args.env is None or args.env == (meta.get("env") or {}).get("id"):
+        env_kwargs = (meta.get("env") or {}).get("kwargs") or {}
+    else:
+        env_kwargs = {}
+    if args.samples < 1 or (args.tasks is not None and args.tasks < 1):
+        raise UserError("--samples and --tasks must be >= 1")
+    _threads()
+    res = run_eval(
+        adapter,
+        env_id,
+        env_kwargs,
+        split=args.split,
+        tasks=args.tasks,
+        samples=args.samples,
+        temperature=args.temperature,
+        max_new_tokens=args.max_new_tokens or int(meta.get("max_new_tokens") or 64),
+        seed=args.seed,
+        base=args.base,
+        progress=not args.quiet,
+    )
+    if not args.json:
+        _print_eval(res)
+    return {**flat_eval(res), "env": env_id, "env_kwargs": env_kwargs, "split": args.split, "detail": res}
+
+
+EVAL = Command(
+    name="eval", help="held-out success of base vs adapter", add_arguments=_eval_arguments, run=_eval_run
+)
+
+
+# ---- rankgym demo -----------------------------------------------------------------------------
+
+DEMO_ENV_KWARGS = {"difficulty": "easy", "families": ["calc"]}
+
+
+def demo_config(out_dir: str, steps: int, reward: str, seed: int) -> dict[str, Any]:
+    """The demo's training config (easy calculator tasks, SmolLM2, the embedded judge)."""
+    return {
+        "name": Path(out_dir).name,
+        "seed": seed,
+        "steps": steps,
+        "out_dir": out_dir,
+        "env": {
+            "id": "rankgym/ToolUse-v0",
+            "kwargs": DEMO_ENV_KWARGS,
+            "tasks_per_step": 4,
+            "group_size": 6,
+            "max_turns": 2,
+        },
+        "policy": {"model": "embedded", "max_new_tokens": 40, "temperature": 1.0},
+        "lora": {"r": 16, "alpha": 32},
+        "judge": {"model": "local/smollm2"},
+        "reward": {"kind": reward, "verifiable_weight": 0.5, "scale_rewards": "group"},
+        "loss": {"type": "dapo"},
+        "optim": {"lr": 1e-4, "micro_batch_size": 8},
+        "eval": {"split": "test", "tasks": 20, "samples": 4, "temperature": 0.7},
+    }
+
+
+def _demo_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", metavar="DIR", help="output dir (default: runs/demo-<time>)")
+    p.add_argument("--steps", type=int, default=6, help="GRPO steps (default: 6)")
+    p.add_argument(
+        "--reward",
+        default="judge+verifiable",
+        choices=["judge", "verifiable", "judge+verifiable"],
+        help="training reward (default: judge+verifiable: the embedded judge alone gives too "
+        "little signal on CPU; see docs/training.md)",
+    )
+    p.add_argument("--seed", type=int, default=0)
+
+
+def _demo_run(args: argparse.Namespace) -> dict[str, Any]:
+    from rankgym.config import validate_config
+    from rankgym.trainer.config import TrainConfig
+    from rankgym.trainer.loop import Trainer
+
+    if args.steps < 1:
+        raise UserError("--steps must be >= 1")
+    out = args.out or f"runs/demo-{time.strftime('%Y%m%d-%H%M%S')}"
+    cfg = validate_config(demo_config(out, args.steps, args.reward, args.seed), TrainConfig, "demo")
+    echo = _echo(args)
+    _threads()
+    t0 = time.perf_counter()
+    echo(
+        f"rankgym demo: {args.steps} GRPO steps of SmolLM2-135M (LoRA) on easy ToolUse calculator "
+        f"tasks, judged by the embedded judge (local/smollm2); training reward: {args.reward}"
+    )
+    trainer = Trainer(cfg, progress=not args.quiet, echo=echo)
+    summary = trainer.run()
+    echo("held-out evaluation: base model vs trained adapter, same tasks and seeds")
+    res = run_eval(
+        Path(summary["adapter"]),
+        cfg.env.id,
+        cfg.env.kwargs,
+        split=cfg.eval.split,
+        tasks=cfg.eval.tasks,
+        samples=cfg.eval.samples,
+        temperature=cfg.eval.temperature,
+        max_new_tokens=cfg.policy.max_new_tokens,
+        seed=cfg.seed,
+        progress=not args.quiet,
+    )
+    flat = flat_eval(res)
+    store = str(Path(cfg.store_path).resolve())
+    out_summary = {
+        "store": store,
+        "adapter": str(Path(summary["adapter"]).resolve()),
+        "run_id": summary["run_id"],
+        "steps": args.steps,
+        "reward": args.reward,
+        "judge": cfg.judge.model,
+        "reward_per_step": summary.get("reward_per_step"),
+        **flat,
+        "wall_s": round(time.perf_counter() - t0, 1),
+    }
+    if not args.json:
+        _print_eval({**res, "env": "ToolUse easy calc"})
+        print(f"trained on reward: {args.reward} (judge: {cfg.judge.model})")
+        print(f"adapter: {out_summary['adapter']}")
+        print(f"wall time: {out_summary['wall_s'] / 60:.1f} min")
+        print("open the dashboard on the store this run wrote:")
+        print(f"  rankgym dashboard --store {store}")
+    return out_summary
+
+
+DEMO = Command(
+    name="demo", help="the main job on the embedded model, CPU only", add_arguments=_demo_arguments, run=_demo_run
+)
+
+__all__ = ["TRAIN", "EVAL", "DEMO", "run_eval", "flat_eval", "demo_config"]
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit("run through `rankgym train|eval|demo`")
