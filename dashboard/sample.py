@@ -7,8 +7,9 @@ hack signals; a few blind human rankings; and one group (id :data:`XSS_GROUP_ID`
 trajectory, tool result and judge rationale carry HTML/script/Markdown injection, so a test
 can check that the dashboard shows it as text.
 
-What it is not: real model output. Texts are templated and scores are drawn from a seeded RNG;
-the numbers mean nothing beyond exercising every page.
+What it is not: real model output. Texts are templated and scores are drawn from a seeded RNG
+(group and trajectory ids are fixed, e.g. ``grp-train-s0-e0``, ``traj-xss-1``); the numbers
+mean nothing beyond exercising every page.
 """
 
 from __future__ import annotations
@@ -146,7 +147,9 @@ _MAKERS = {
 }
 
 
-def _trajectory(rng: random.Random, env_id: str, task_id: str, k: int, good: bool) -> Trajectory:
+def _trajectory(
+    rng: random.Random, env_id: str, task_id: str, k: int, good: bool, tid: str | None = None
+) -> Trajectory:
     body, reward = _MAKERS[env_id](rng, k, good)
     msgs = [Message(role="system", content=_SYSTEM[env_id]), *body]
     turns = [
@@ -163,6 +166,7 @@ def _trajectory(rng: random.Random, env_id: str, task_id: str, k: int, good: boo
         if m.role == "assistant"
     ]
     return Trajectory(
+        **({"id": tid} if tid else {}),
         env_id=env_id,
         task_id=task_id,
         seed=k,
@@ -200,7 +204,9 @@ def _judge(rng: random.Random, spec: JudgeSpec, g: Group, fooled: bool = False) 
 
 def _xss_group(rng: random.Random, run_id: str, step: int) -> Group:
     env_id, task_id = "rankgym/ToolUse-v0", "mul-xss"
-    trajs = [_trajectory(rng, env_id, task_id, k, good=k != 1) for k in range(3)]
+    trajs = [
+        _trajectory(rng, env_id, task_id, k, good=k != 1, tid=f"traj-xss-{k}") for k in range(3)
+    ]
     evil = trajs[1]
     evil.messages[-1] = Message(role="assistant", content=XSS_TEXT)
     evil.messages[3] = Message(
@@ -257,6 +263,7 @@ def build_sample_store(path: str | Path, *, steps: int = 6, seed: int = 0) -> di
                         f"{env_id.split('/')[1][:4]}-{step}",
                         k,
                         good=rng.random() < p_good,
+                        tid=f"traj-train-s{step}-e{e}-{k}",
                     )
                     for k in range(n)
                 ]
@@ -295,7 +302,10 @@ def build_sample_store(path: str | Path, *, steps: int = 6, seed: int = 0) -> di
         for i in range(4):
             env_id = envs[i % len(envs)]
             trajs = [
-                _trajectory(rng, env_id, f"base-{i}", k, good=rng.random() < 0.5) for k in range(3)
+                _trajectory(
+                    rng, env_id, f"base-{i}", k, good=rng.random() < 0.5, tid=f"traj-base-{i}-{k}"
+                )
+                for k in range(3)
             ]
             g = Group(
                 id=f"grp-base-{i}",

@@ -41,6 +41,10 @@ from litellm.types.utils import ModelResponse, Usage
 from .prompt import parse_ids_line
 
 PROVIDER = "local"
+ACK = "I have read the task and every trajectory."
+QUESTION = (
+    "Did trajectory {label} reach the goal of the task, correctly and honestly? Answer yes or no."
+)
 MODELS = ("smollm2",)
 CONTEXT_WINDOW = 8192
 
@@ -113,23 +117,23 @@ class LocalJudgeLLM(CustomLLM):
     ) -> tuple[str, int, int]:
         lm, tok = self._model(model)
         msgs = [{"role": m["role"], "content": m.get("content") or ""} for m in messages]
-        prompt = tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
-        ids = tok(prompt, add_special_tokens=False)["input_ids"]
         user_text = next((m["content"] for m in reversed(msgs) if m["role"] == "user"), "")
         labels = parse_ids_line(user_text)
-        need = 24 * len(labels) if labels else max_tokens
-        if len(ids) + need > CONTEXT_WINDOW:
+        if labels:
+            return self._yes_no_scores(lm, tok, msgs, labels, model)
+        prompt = tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
+        ids = tok(prompt, add_special_tokens=False)["input_ids"]
+        self._check_fits(len(ids) + max_tokens, model)
+        return self._greedy(lm, tok, ids, max_tokens)
+
+    def _check_fits(self, n: int, model: str) -> None:
+        if n > CONTEXT_WINDOW:
             raise litellm.ContextWindowExceededError(
-                message=f"prompt of {len(ids)} tokens + {need} to generate exceeds the "
-                f"{CONTEXT_WINDOW}-token context of {PROVIDER}/{model}",
+                message=f"{n} tokens (prompt + generation) exceed the {CONTEXT_WINDOW}-token "
+                f"context of {PROVIDER}/{model}",
                 model=f"{PROVIDER}/{model}",
                 llm_provider=PROVIDER,
             )
-        if labels:
-            text = self._constrained_scores(lm, tok, ids, labels)
-            n_out = len(tok(text, add_special_tokens=False)["input_ids"])
-            return text, len(ids), n_out
-        return self._greedy(lm, tok, ids, max_tokens)
 
     def _forward(self, lm: Any, ids: list[int], cache: Any) -> tuple[Any, Any]:
         """One forward pass extending ``cache``; returns (last-position logits, new cache)."""
@@ -146,32 +150,46 @@ class LocalJudgeLLM(CustomLLM):
         new_cache = getattr(out, "cache", None) or getattr(out, "past_key_values", None)
         return out.logits[0, -1].float(), new_cache
 
-    def _constrained_scores(self, lm: Any, tok: Any, ids: list[int], labels: list[str]) -> str:
+    def _yes_no_scores(
+        self, lm: Any, tok: Any, msgs: list[dict[str, str]], labels: list[str], model: str
+    ) -> tuple[str, int, int]:
+        """Score each label by P(yes) to "did it reach the goal?" (see module docstring)."""
         import torch
 
-        digit_ids = [tok.convert_tokens_to_ids(str(d)) for d in range(10)]
-        enc = lambda s: tok(s, add_special_tokens=False)["input_ids"]  # noqa: E731
-        _, cache = self._forward(lm, ids, None)
-        items = []
-        for k, label in enumerate(labels):
-            piece = ('{"scores": [' if k == 0 else "}, ") + '{"trajectory_id": '
-            piece += json.dumps(label) + ', "score": 0.'
-            logits, cache = self._forward(lm, enc(piece), cache)
-            probs = torch.softmax(logits[digit_ids], dim=0)
-            expected = float((probs * torch.arange(10, dtype=probs.dtype)).sum())
-            best = int(torch.argmax(probs))
-            if k < len(labels) - 1:  # the last digit conditions nothing
-                _, cache = self._forward(lm, [digit_ids[best]], cache)
+        def ids_for(label: str) -> list[int]:
+            convo = [*msgs, {"role": "assistant", "content": ACK}, {"role": "user", "content": QUESTION.format(label=label)}]  # fmt: skip
+            text = tok.apply_chat_template(convo, tokenize=False, add_generation_prompt=True)
+            return tok(text, add_special_tokens=False)["input_ids"]
+
+        seqs = [ids_for(lab) for lab in labels]
+        n_common = 0
+        while all(len(s) > n_common + 1 for s in seqs) and len({s[n_common] for s in seqs}) == 1:
+            n_common += 1
+        self._check_fits(max(len(s) for s in seqs), model)
+        _, cache = self._forward(lm, seqs[0][:n_common], None)
+        yes = _token_ids(tok, ("yes", "Yes", " yes", " Yes"))
+        no = _token_ids(tok, ("no", "No", " no", " No"))
+        items, fed = [], n_common
+        for label, seq in zip(labels, seqs, strict=True):
+            logits, cache = self._forward(lm, seq[n_common:], cache)
+            fed += len(seq) - n_common
+            # back to the shared prefix for the next question (a negative crop removes tokens
+            # from the end in every transformers version that has DynamicCache.crop)
+            cache.crop(-(len(seq) - n_common))
+            logp = torch.log_softmax(logits, dim=0)
+            both = torch.stack([torch.logsumexp(logp[yes], 0), torch.logsumexp(logp[no], 0)])
+            p_yes = float(torch.softmax(both, dim=0)[0])
             items.append(
                 {
                     "trajectory_id": label,
-                    "score": round(expected / 9.0, 4),
-                    "rationale": f"local/smollm2 constrained digit score: expected {expected:.2f} "
-                    f"of 9 (most likely {best}); no written rationale.",
+                    "score": round(p_yes, 4),
+                    "rationale": f"local/smollm2: P(yes) = {p_yes:.3f} to 'did {label} reach "
+                    "the goal?'; no written rationale.",
                     "hack_suspected": False,
                 }
             )
-        return json.dumps({"scores": items})
+        text = json.dumps({"scores": items})
+        return text, fed, len(labels)
 
     def _greedy(self, lm: Any, tok: Any, ids: list[int], max_tokens: int) -> tuple[str, int, int]:
         import torch
@@ -186,6 +204,11 @@ class LocalJudgeLLM(CustomLLM):
             )
         new = out[0, len(ids) :].tolist()
         return tok.decode(new, skip_special_tokens=True), len(ids), len(new)
+
+
+def _token_ids(tok: Any, words: tuple[str, ...]) -> list[int]:
+    """First token id of each spelling (deduplicated)."""
+    return list(dict.fromkeys(tok(w, add_special_tokens=False)["input_ids"][0] for w in words))
 
 
 _registered = threading.Lock()

@@ -23,18 +23,24 @@ def line_chart(
     *,
     bars: bool = False,
     unit_interval: bool = False,
-    height: int = 220,
+    legend_width: int = 360,
 ) -> None:
-    """Per-step series (index = step, one column per series) as an Altair line/bar chart."""
+    """Per-step series (index = step, one column per series) as an Altair line/bar chart.
+
+    The legend sits on the right: Streamlit gives a chart a fixed height, so a legend below
+    it would squeeze the plot. A single series gets no legend (the title names it).
+    """
     df = df.dropna(axis=1, how="all")
     if df.empty:
         return
     long = df.reset_index().melt(id_vars="step", var_name="series", value_name="value").dropna()
-    base = alt.Chart(long, title=title, height=height)
+    base = alt.Chart(long, title=title)
     mark = base.mark_bar(opacity=0.8) if bars else base.mark_line(point=True)
     chart = mark.encode(
         x=alt.X(
-            "step:O" if bars else "step:Q", title="step", axis=alt.Axis(format="d", tickMinStep=1)
+            "step:O" if bars else "step:Q",
+            title="step",
+            axis=alt.Axis(format="d", tickMinStep=1, labelAngle=0),
         ),
         y=alt.Y(
             "value:Q",
@@ -42,7 +48,9 @@ def line_chart(
             scale=alt.Scale(domain=[0, 1]) if unit_interval else alt.Undefined,
         ),
         color=alt.Color(
-            "series:N", title=None, legend=alt.Legend(orient="bottom", columns=1, labelLimit=480)
+            "series:N",
+            title=None,
+            legend=alt.Legend(labelLimit=legend_width) if df.shape[1] > 1 else None,
         ),
         xOffset="series:N" if bars else alt.Undefined,
         tooltip=["step", "series", alt.Tooltip("value:Q", format=".4g")],
@@ -93,32 +101,22 @@ if not logged.empty:
 reward = pd.concat(reward_parts, axis=1).sort_index() if reward_parts else pd.DataFrame()
 reward.index.name = "step"
 
-left, right = st.columns(2)
-with left:
-    if reward.empty:
-        st.info("No judged or verified groups in this run yet.")
-    else:
-        line_chart(reward, "Reward per step", "reward / score", unit_interval=True)
+if reward.empty:
+    st.info("No judged or verified groups in this run yet.")
+else:
+    line_chart(reward, "Reward per step", "reward / score", unit_interval=True)
 
 ops = curves.get("judge_ops")
-with right:
-    if ops is None:
-        st.info("No judgements in this run yet.")
-    else:
-        lat = ops.pivot_table(index="step", columns="judge", values="latency_s")
-        line_chart(lat, "Judge latency per group (mean)", "seconds")
-
 left, right = st.columns(2)
-with left:
-    if ops is not None:
+if ops is None:
+    left.info("No judgements in this run yet.")
+else:
+    with left:
+        lat = ops.pivot_table(index="step", columns="judge", values="latency_s")
+        line_chart(lat, "Judge latency per group (mean)", "seconds", legend_width=200)
+    with right:
         cost = ops.pivot_table(index="step", columns="judge", values="cost_usd", aggfunc="sum")
-        line_chart(cost, "Judge cost per step", "USD")
-with right:
-    kl_cols = pick_columns(logged, "kl") if not logged.empty else []
-    if kl_cols:
-        line_chart(logged[kl_cols], "KL to the base model", "KL")
-    else:
-        st.info("No KL logged for this run (rollout-only runs and kl_coef = 0 runs have none).")
+        line_chart(cost, "Judge cost per step", "USD", legend_width=200)
 
 zero = []
 if "verifiable" in curves:
@@ -144,6 +142,12 @@ if zero:
         "nothing to the update. Counted here, not hidden."
     )
 
+kl_cols = pick_columns(logged, "kl") if not logged.empty else []
+if kl_cols:
+    line_chart(logged[kl_cols], "KL to the base model", "KL")
+else:
+    st.info("No KL logged for this run (rollout-only runs and kl_coef = 0 runs have none).")
+
 if not logged.empty:
     shown = set(pick_columns(logged, "reward", "kl", "zero"))
     rest = [c for c in logged.columns if c not in shown]
@@ -152,5 +156,5 @@ if not logged.empty:
         grid = st.columns(3)
         for i, col in enumerate(chosen):  # one small chart each: their scales differ
             with grid[i % 3]:
-                line_chart(logged[[col]], col, "", height=140)
+                line_chart(logged[[col]], col, "")
         st.dataframe(logged)

@@ -156,7 +156,8 @@ def test_blind_ranking_writes_a_label_and_agreement_updates(store: Path) -> None
     gid = rank_boxes[0].key.split("_", 1)[1].rsplit("_", 1)[0]
     group = Store(store, readonly=True).get_group(gid)
     page_text = " ".join(markdown_values(at))
-    assert all(t.id not in page_text for t in group.trajectories)
+    for t in group.trajectories:
+        assert t.id not in page_text and md_escape(t.id) not in page_text
 
     at.button(key="submit_ranking").click().run()  # nothing ranked yet
     assert any("have no rank yet" in e.value for e in at.error)

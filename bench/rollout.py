@@ -1,0 +1,119 @@
+"""Rollout throughput: batched generation across episodes vs one episode at a time.
+
+Same model (the embedded SmolLM2-135M policy, loaded once), same tasks, same seeds, same
+process: ``rollout_groups`` with every episode in flight (one batched ``generate`` per round)
+against ``max_concurrent=1`` (each episode runs alone). Because sampling is seeded per episode,
+both modes produce (nearly) the same tokens, so the comparison is of the same work; the script
+reports how many trajectories came out token-identical.
+
+    RANKGYM_CACHE=/tmp/rgcache HF_HUB_OFFLINE=1 .venv/bin/python bench/rollout.py \\
+        --tasks 2 --group-size 8 --max-new-tokens 48
+
+The machine is shared: the 1-minute load average before and after each mode is printed, and
+``--repeats`` alternates the modes so that load drift hits both.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import time
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--env", default="rankgym/ToolUse-v0")
+    ap.add_argument("--tasks", type=int, default=2)
+    ap.add_argument("--group-size", type=int, default=8)
+    ap.add_argument("--max-new-tokens", type=int, default=48)
+    ap.add_argument("--temperature", type=float, default=1.0)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+
+    import torch
+
+    from rankgym.envs.policies import make_policy
+    from rankgym.envs.rollout import rollout_groups, summarize
+
+    torch.set_num_threads(args.threads)
+    t0 = time.perf_counter()
+    policy = make_policy(
+        "embedded", max_new_tokens=args.max_new_tokens, temperature=args.temperature, seed=args.seed
+    )
+    load_s = time.perf_counter() - t0
+    common = dict(n_tasks=args.tasks, group_size=args.group_size, seed=args.seed, progress=False)
+    # warm-up: one short episode so that lazy initialisation is not timed
+    rollout_groups(args.env, policy, n_tasks=1, group_size=1, seed=args.seed + 1, progress=False)
+
+    results: dict[str, list[dict]] = {"batched": [], "sequential": []}
+    tokens: dict[str, list] = {}
+    for rep in range(args.repeats):
+        order = ["sequential", "batched"] if rep % 2 == 0 else ["batched", "sequential"]
+        for mode in order:
+            load_before = os.getloadavg()[0]
+            start = time.perf_counter()
+            groups = rollout_groups(
+                args.env, policy, max_concurrent=1 if mode == "sequential" else None, **common
+            )
+            wall = time.perf_counter() - start
+            s = summarize(groups, wall)
+            s["load_before"], s["load_after"] = round(load_before, 2), round(os.getloadavg()[0], 2)
+            results[mode].append(s)
+            tokens[mode] = [
+                [turn.completion_token_ids for turn in t.turns]
+                for g in groups
+                for t in g.trajectories
+            ]
+            print(
+                f"[{mode:10s}] {s['trajectories']} episodes in {wall:6.1f} s = "
+                f"{s['episodes_per_min']:6.1f} episodes/min, {s['tokens_per_s']:6.1f} tok/s, "
+                f"{s['completion_tokens']} tokens, mean turns {s['mean_turns']:.2f}, "
+                f"load {s['load_before']}->{s['load_after']}",
+                flush=True,
+            )
+
+    def best(mode: str) -> dict:
+        return max(results[mode], key=lambda s: s["episodes_per_min"])
+
+    same = sum(a == b for a, b in zip(tokens["batched"], tokens["sequential"], strict=True))
+    out = {
+        "env": args.env,
+        "policy": "embedded",
+        "tasks": args.tasks,
+        "group_size": args.group_size,
+        "episodes": args.tasks * args.group_size,
+        "max_new_tokens": args.max_new_tokens,
+        "temperature": args.temperature,
+        "threads": args.threads,
+        "model_load_s": round(load_s, 2),
+        "batched_episodes_per_min": best("batched")["episodes_per_min"],
+        "sequential_episodes_per_min": best("sequential")["episodes_per_min"],
+        "speedup": round(
+            best("batched")["episodes_per_min"] / best("sequential")["episodes_per_min"], 2
+        ),
+        "batched_tokens_per_s": best("batched")["tokens_per_s"],
+        "sequential_tokens_per_s": best("sequential")["tokens_per_s"],
+        "token_identical_trajectories": f"{same}/{len(tokens['batched'])}",
+        "runs": results,
+        "machine": f"{platform.machine()} {os.cpu_count()} cpus, torch {torch.__version__}",
+    }
+    if args.json:
+        print(json.dumps(out))
+    else:
+        print(
+            f"speedup {out['speedup']}x: batched {out['batched_episodes_per_min']} vs sequential "
+            f"{out['sequential_episodes_per_min']} episodes/min "
+            f"(token-identical trajectories: {out['token_identical_trajectories']})"
+        )
+
+
+if __name__ == "__main__":
+    main()
