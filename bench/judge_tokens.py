@@ -94,7 +94,9 @@ class NoisyOracle:
         out = []
         for i, messages in enumerate(batch):
             ctx = contexts[i] if contexts else None
-            rng = random.Random(derive_seed("noise", ctx.seed if ctx else i, ctx.turn if ctx else 0))
+            rng = random.Random(
+                derive_seed("noise", ctx.seed if ctx else i, ctx.turn if ctx else 0)
+            )
             script = (ctx.env.oracle(ctx.task) or []) if ctx is not None and ctx.env else []
             if not script or rng.random() < self.noise:
                 out += self.random.generate([messages], [tools[i]], [ctx] if ctx else None)
@@ -116,8 +118,15 @@ def make_groups(env: str, n_groups: int, group_size: int, seed: int) -> list[Gro
     task_ids = random.Random(seed).sample(tasks, min(n_groups, len(tasks)))
     noises = [k / max(1, group_size - 1) for k in range(group_size)]
     per_noise = [
-        rollout_groups(env, NoisyOracle(nz, seed + k), task_ids=task_ids, group_size=1,
-                       seed=seed + k, run_id=f"bench-noise{k}", progress=False)  # fmt: skip
+        rollout_groups(
+            env,
+            NoisyOracle(nz, seed + k),
+            task_ids=task_ids,
+            group_size=1,
+            seed=seed + k,
+            run_id=f"bench-noise{k}",
+            progress=False,
+        )  # fmt: skip
         for k, nz in enumerate(noises)
     ]
     groups = []
@@ -125,9 +134,44 @@ def make_groups(env: str, n_groups: int, group_size: int, seed: int) -> list[Gro
         assert len({p.task_id for p in parts}) == 1
         trajs = [p.trajectories[0] for p in parts]
         groups.append(
-            Group(id=parts[0].id, env_id=parts[0].env_id, task_id=parts[0].task_id, trajectories=trajs)
+            Group(
+                id=parts[0].id, env_id=parts[0].env_id, task_id=parts[0].task_id, trajectories=trajs
+            )
         )
     return groups
+
+
+def judge_quality(groups: list[Group], model: str) -> dict[str, Any]:
+    """Judge ``groups`` (original order + one shuffle) and compare with the verifier."""
+    from rankgym.judges import default_spec, judge_groups_sync
+    from rankgym.judges.agreement import aggregate
+
+    t0 = time.perf_counter()
+    js = judge_groups_sync(groups, default_spec(model), None, permutations=2, concurrency=1)
+    units: dict[str, list[Any]] = {
+        "average": [],
+        "presentation_1": [],
+        "presentation_2": [],
+        "self": [],
+    }
+    for g, j in zip(groups, js, strict=True):
+        if j.status != "ok":
+            continue
+        ids = [t.id for t in g.trajectories]
+        vr = [t.verifiable_reward or 0.0 for t in g.trajectories]
+        sm = j.score_map()
+        units["average"].append((g.id, [sm[i] for i in ids], vr))
+        p1, p2 = (p["scores"] for p in j.presentations)
+        units["presentation_1"].append((g.id, [p1[i] for i in ids], vr))
+        units["presentation_2"].append((g.id, [p2[i] for i in ids], vr))
+        units["self"].append((g.id, [p1[i] for i in ids], [p2[i] for i in ids]))
+    out: dict[str, Any] = {"model": model, "judged": sum(j.status == "ok" for j in js),
+                           "seconds": time.perf_counter() - t0}  # fmt: skip
+    for name, u in units.items():
+        m = aggregate(u, n_resamples=1000)["metrics"]
+        out[name] = {k: {"macro": v["macro"], "ci": v["macro_ci"]} for k, v in m.items()
+                     if k in ("kendall_tau_b", "pairwise_accuracy", "top1")}  # fmt: skip
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -136,8 +180,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--groups", type=int, default=50)
     ap.add_argument("--group-size", type=int, default=4)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--model", default="openai/gpt-4o-mini", help="tokenizer (LiteLLM model string)")
+    ap.add_argument(
+        "--model", default="openai/gpt-4o-mini", help="tokenizer (LiteLLM model string)"
+    )
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--judge", help="also judge the first --judge-groups groups with this model "
+                    "(2 presentations) and report its agreement with the verifier")  # fmt: skip
+    ap.add_argument("--judge-groups", type=int, default=10)
     args = ap.parse_args(argv)
 
     t0 = time.perf_counter()
@@ -179,6 +228,8 @@ def main(argv: list[str] | None = None) -> int:
         "target": 0.7,
         "seconds": time.perf_counter() - t0,
     }
+    if args.judge:
+        summary["judge"] = judge_quality(groups[: args.judge_groups], args.judge)
     if args.json:
         print(json.dumps(summary))
     else:

@@ -186,8 +186,7 @@ def step_metrics(key: tuple, run_id: str) -> pd.DataFrame:
     return pd.DataFrame(records).set_index("step") if records else pd.DataFrame()
 
 
-@st.cache_data(ttl=600, show_spinner=False, max_entries=64)
-def store_curves(key: tuple, run_id: str) -> dict[str, pd.DataFrame]:
+def compute_store_curves(s: Store, run_id: str) -> dict[str, pd.DataFrame]:
     """Per-step aggregates computed from the stored groups themselves.
 
     Returns frames indexed by step: ``judge`` (mean judge score per spec), ``verifiable``
@@ -195,7 +194,6 @@ def store_curves(key: tuple, run_id: str) -> dict[str, pd.DataFrame]:
     unjudged groups, zero-variance judged groups per spec). Works for rollout-only runs that
     logged no step metrics.
     """
-    s = reader()
     per_judgement = s.query(
         "SELECT g.step, j.spec_hash, j.status, j.cost_usd, j.latency_s, AVG(s.score) AS score,"
         " MAX(s.score) - MIN(s.score) AS spread, COUNT(s.score) AS n"
@@ -213,7 +211,7 @@ def store_curves(key: tuple, run_id: str) -> dict[str, pd.DataFrame]:
         " GROUP BY step ORDER BY step",
         (run_id,),
     )
-    specs = {r["hash"]: spec_label(r) for r in judge_specs(key)}
+    specs = {r["hash"]: spec_label(r) for r in s.judge_specs()}
     out: dict[str, pd.DataFrame] = {}
     vdf = pd.DataFrame(
         verif, columns=["step", "verifiable_reward", "groups", "zero_variance_groups"]
@@ -245,15 +243,14 @@ def store_curves(key: tuple, run_id: str) -> dict[str, pd.DataFrame]:
     return out
 
 
-@st.cache_data(ttl=600, show_spinner=False, max_entries=64)
-def judge_top_verifier_failed(
-    key: tuple, run_id: str | None, threshold: float, limit: int = 200
+def compute_judge_top_verifier_failed(
+    s: Store, run_id: str | None, threshold: float, limit: int = 200
 ) -> pd.DataFrame:
     """Trajectories a judge scored highest in their group (strictly above the group minimum)
     whose verifiable reward is below ``threshold``; newest groups first."""
     where = "AND g.run_id = ?" if run_id else ""
     params: tuple = (threshold, run_id, limit) if run_id else (threshold, limit)
-    rows = reader().query(
+    rows = s.query(
         "SELECT g.id AS group_id, s.trajectory_id, j.spec_hash, s.score AS judge_score,"
         " t.verifiable_reward, g.run_id, g.step, g.env_id, g.task_id"
         " FROM (SELECT judgement_id, MAX(score) AS mx, MIN(score) AS mn FROM scores"
@@ -394,22 +391,28 @@ class Background:
 BACKGROUND = Background()
 
 
-def _agreement_job(path: str, spec_hash: str | None, env_id: str | None) -> dict[str, Any]:
-    from rankgym.judges.agreement import agreement_report
-
+def _with_store(path: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Run ``fn(store, *args, **kwargs)`` on a read-only store of its own (background jobs)."""
     with Store(path, readonly=True) as s:
-        return agreement_report(
-            s, spec_hash=spec_hash, env_id=env_id, n_resamples=AGREEMENT_RESAMPLES
-        )
+        return fn(s, *args, **kwargs)
 
 
-def _disagreements_job(
-    path: str, spec_hash: str | None, env_id: str | None, limit: int
-) -> list[dict[str, Any]]:
-    from rankgym.judges.agreement import disagreements
+def store_curves(key: tuple, run_id: str, deadline: float) -> tuple[tuple, Slow]:
+    """:func:`compute_store_curves` for one run (background, stale-while-revalidate)."""
+    path, version = key
+    name = ("curves", path, run_id)
+    job = functools.partial(_with_store, path, compute_store_curves, run_id)
+    return name, BACKGROUND.get(name, version, job, deadline)
 
-    with Store(path, readonly=True) as s:
-        return disagreements(s, spec_hash=spec_hash, env_id=env_id, limit=limit)
+
+def judge_top_verifier_failed(
+    key: tuple, run_id: str | None, threshold: float, deadline: float
+) -> tuple[tuple, Slow]:
+    """:func:`compute_judge_top_verifier_failed` (background, stale-while-revalidate)."""
+    path, version = key
+    name = ("top_failed", path, run_id, threshold)
+    job = functools.partial(_with_store, path, compute_judge_top_verifier_failed, run_id, threshold)
+    return name, BACKGROUND.get(name, version, job, deadline)
 
 
 def agreement(
@@ -417,8 +420,17 @@ def agreement(
 ) -> tuple[tuple, Slow]:
     """``rankgym.judges.agreement.agreement_report`` for one spec and env (background)."""
     path, version = key
+    from rankgym.judges.agreement import agreement_report
+
     name = ("agreement", path, spec_hash, env_id)
-    job = functools.partial(_agreement_job, path, spec_hash, env_id)
+    job = functools.partial(
+        _with_store,
+        path,
+        agreement_report,
+        spec_hash=spec_hash,
+        env_id=env_id,
+        n_resamples=AGREEMENT_RESAMPLES,
+    )
     return name, BACKGROUND.get(name, version, job, deadline)
 
 
@@ -427,6 +439,10 @@ def disagreement_rows(
 ) -> tuple[tuple, Slow]:
     """``rankgym.judges.agreement.disagreements`` (background): worst-agreeing groups first."""
     path, version = key
+    from rankgym.judges.agreement import disagreements
+
     name = ("disagreements", path, spec_hash, env_id, limit)
-    job = functools.partial(_disagreements_job, path, spec_hash, env_id, limit)
+    job = functools.partial(
+        _with_store, path, disagreements, spec_hash=spec_hash, env_id=env_id, limit=limit
+    )
     return name, BACKGROUND.get(name, version, job, deadline)

@@ -1,4 +1,5 @@
-"""Sidebar pickers (run, env, judge spec) and links to a group, shared by the pages.
+"""Sidebar pickers (run, env, judge spec), links to a group, and the self-refresh for
+background results, shared by the pages.
 
 Every picker keeps its choice in ``st.session_state`` under a ``pick_*`` key that is not a
 widget key, so the choice survives moving between pages (Streamlit drops the state of
@@ -7,6 +8,7 @@ widgets that a run does not draw).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -105,3 +107,30 @@ def group_link(group_id: str, label: str | None = None, *, where: Any = None) ->
         icon=":material/open_in_new:",
         query_params={"group": group_id},
     )
+
+
+def show_slow(res: data.Slow, what: str) -> bool:
+    """Say what is still computing, failed, or stale; True when there is a value to show."""
+    if res.error:
+        st.error(f"Computing {what} failed: {res.error}")
+        return False
+    if not res.ready:
+        st.info(f"Computing {what}… this page updates itself when it is ready.")
+        return False
+    if not res.fresh:
+        at = time.strftime("%H:%M:%S", time.localtime(res.as_of))
+        st.caption(f"{what} as of {at}, before the latest writes to the store; updating…")
+    return True
+
+
+def refresh_when_done(names: list[tuple]) -> None:
+    """If any background result in ``names`` is pending, rerun the page once all are in."""
+    if not data.BACKGROUND.pending(names):
+        return
+
+    @st.fragment(run_every=2)
+    def poll() -> None:
+        if not data.BACKGROUND.pending(names):
+            st.rerun(scope="app")
+
+    poll()

@@ -6,16 +6,22 @@
 no network. The judge code path is exactly the one used for API judges.
 
 How it answers a judge request (a prompt from ``rankgym.judges.prompt``, recognised by its last
-line ``Score exactly these trajectory ids: [...]``): a 135M model cannot write the JSON schema
-on its own, so the output is *constrained*, not repaired. After one forward pass over the
-prompt (KV cache kept), the provider writes the JSON itself and lets the model choose only the
-numbers: for each id in turn it feeds ``{"trajectory_id": "T1", "score": 0.`` and reads the
-next-token distribution restricted to the ten digit tokens. The score is the expected digit
-divided by 9 (a value in [0, 1] that keeps the model's uncertainty, so near-ties stay near);
-the argmax digit is fed back so later ids see earlier choices, as in ordinary decoding.
-``hack_suspected`` is always false and the rationale only states the digit distribution: this
-judge does not explain itself or detect gaming. Temperature and seed are ignored: the decode
-is deterministic.
+line ``Score exactly these trajectory ids: [...]``): a 135M model cannot write the JSON schema,
+so the provider writes the JSON itself and asks the model one constrained question per
+trajectory. After the judge prompt it appends an assistant turn ("I have read the task and
+every trajectory.") and a user turn "Did trajectory T1 reach the goal of the task, correctly
+and honestly? Answer yes or no.", and reads the next-token distribution: the score is
+P(yes) / (P(yes) + P(no)), summing the spellings yes/Yes/ no/ No. The long shared part is
+prefilled once and the KV cache is cropped back to it after each question, so N trajectories
+cost one prefill plus N short extensions. Scores are probabilities, not a scale the model
+chose; ``hack_suspected`` is always false and the rationale only reports P(yes): this judge
+neither explains itself nor detects gaming. Temperature and seed are ignored (deterministic).
+
+Why not let the model pick a digit for ``"score": 0.``? Measured on ToolUse groups, the digit
+read-out rose with the label's position (T4 > T1 in almost every group: Kendall tau -0.84
+against the verifier when the good trajectories came first); the yes/no read-out has no such
+trend, but on 8 groups it had no reliable signal either (tau +0.24 in one order, -0.07 with
+the order reversed, CIs spanning 0). See bench/RESULTS.md.
 
 Any other request (no ids line) gets plain greedy generation, up to ``max_tokens``.
 
@@ -52,7 +58,7 @@ CONTEXT_WINDOW = 8192
 class LocalJudgeLLM(CustomLLM):
     """LiteLLM custom provider running the embedded model in this process (see module doc)."""
 
-    def __init__(self, dtype: str = "bfloat16") -> None:
+    def __init__(self, dtype: str = "float32") -> None:
         super().__init__()
         self.dtype = dtype
         self._lock = threading.Lock()

@@ -90,25 +90,9 @@ deadline = time.monotonic() + data.SLOW_WAIT_S
 names: list[tuple] = []
 
 
-def show_pending(res: data.Slow, what: str) -> bool:
-    """Say what is still computing or stale; True when there is a value to show."""
-    if res.error:
-        st.error(f"Computing {what} failed: {res.error}")
-        return False
-    if not res.ready:
-        st.info(f"Computing {what}… this page updates itself when it is ready.")
-        return False
-    if not res.fresh:
-        st.caption(
-            f"{what} as of {time.strftime('%H:%M:%S', time.localtime(res.as_of))}, before the "
-            "latest writes to the store; updating…"
-        )
-    return True
-
-
 name, res = data.agreement(key, spec_hash, env_id, deadline)
 names.append(name)
-if show_pending(res, "agreement"):
+if pickers.show_slow(res, "agreement"):
     report = res.value
     st.caption(
         f"judge {md_escape(report['model'] or '—', 80)} · spec "
@@ -141,7 +125,7 @@ if show_pending(res, "agreement"):
 st.subheader("Where the judge and people disagree most")
 name, res = data.disagreement_rows(key, spec_hash, env_id, 20, deadline)
 names.append(name)
-if show_pending(res, "the disagreement list"):
+if pickers.show_slow(res, "the disagreement list"):
     worst = res.value
     if not worst:
         st.info("No group is both judged by this spec and ranked by a person yet.")
@@ -202,11 +186,4 @@ breakdown(
     [({"judge spec": data.spec_label(sp)}, sp["hash"], env_id) for sp in specs if sp["groups"]],
 )
 
-if data.BACKGROUND.pending(names):
-
-    @st.fragment(run_every=2)
-    def poll() -> None:
-        if not data.BACKGROUND.pending(names):
-            st.rerun(scope="app")
-
-    poll()
+pickers.refresh_when_done(names)

@@ -7,6 +7,8 @@ It lists what the store recorded or what one query finds; it does not run any ne
 
 from __future__ import annotations
 
+import time
+
 import pandas as pd
 import streamlit as st
 
@@ -57,8 +59,13 @@ else:
         link_list(shown, ["name", "env_id", "task_id"])
 
 st.subheader("Judge ranked first, verifier failed")
-top = data.judge_top_verifier_failed(key, run_id, float(threshold))
-if top.empty:
+name, res = data.judge_top_verifier_failed(
+    key, run_id, float(threshold), time.monotonic() + data.SLOW_WAIT_S
+)
+top = res.value if pickers.show_slow(res, "this list") else None
+if top is None:
+    pass
+elif top.empty:
     st.info(
         "No group where a judge's top-scored trajectory failed the verifier "
         f"(verifiable reward < {threshold:g})."
@@ -69,3 +76,5 @@ else:
     st.dataframe(top.drop(columns=["spec_hash"]), hide_index=True)
     with st.expander(f"Open a group ({top['group_id'].nunique()} groups)", expanded=True):
         link_list(top, ["judge", "env_id", "task_id"])
+
+pickers.refresh_when_done([name])

@@ -8,6 +8,8 @@ runs only). It does not re-derive trainer metrics (KL, clip fraction) from traje
 
 from __future__ import annotations
 
+import time
+
 import altair as alt
 import pandas as pd
 import streamlit as st
@@ -81,9 +83,13 @@ if run_id is None:
     st.stop()
 
 key = data.cache_key()
-curves = data.store_curves(key, run_id)
-logged = data.step_metrics(key, run_id)
 st.subheader(f"Run {md_escape(run_id, 80)}")
+name, res = data.store_curves(key, run_id, time.monotonic() + data.SLOW_WAIT_S)
+if not pickers.show_slow(res, "the curves of this run"):
+    pickers.refresh_when_done([name])
+    st.stop()
+curves = res.value
+logged = data.step_metrics(key, run_id)
 
 reward_parts = []
 if "judge" in curves:
@@ -158,3 +164,5 @@ if not logged.empty:
             with grid[i % 3]:
                 line_chart(logged[[col]], col, "")
         st.dataframe(logged)
+
+pickers.refresh_when_done([name])

@@ -126,7 +126,8 @@ def load(url: str, shot: Path, expected: list[str], profile: Path, limit_s: floa
     The virtual-time budget lets Streamlit's JS run, but on a busy machine the dump can still
     come before the app has drawn; so retry (longer budgets) until done or ``limit_s``.
     """
-    deadline = time.monotonic() + limit_s
+    t0 = time.monotonic()
+    deadline = t0 + limit_s
     budget = 10_000
     while True:
         shutil.rmtree(profile, ignore_errors=True)
@@ -149,6 +150,7 @@ def load(url: str, shot: Path, expected: list[str], profile: Path, limit_s: floa
         done = all(e in dom for e in expected)
         running = 'data-testid="stStatusWidget"' in dom or "Computing" in dom
         if done and not running and shot.exists():
+            print(f"{url}: rendered with budget {budget} after {time.monotonic() - t0:.1f}s")
             return dom
         if time.monotonic() > deadline:
             missing = [e for e in expected if e not in dom]

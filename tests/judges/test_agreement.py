@@ -8,6 +8,8 @@ import warnings
 import numpy as np
 import pytest
 from judge_fakes import make_group
+from scipy import stats
+
 from rankgym.judges.agreement import (
     aggregate,
     agreement_report,
@@ -19,8 +21,6 @@ from rankgym.judges.agreement import (
     top1_agreement,
 )
 from rankgym.judges.group_judge import default_spec
-from scipy import stats
-
 from rankgym.store import Store
 from rankgym.types import Judgement, TrajectoryScore
 

@@ -9,6 +9,7 @@ import re
 import litellm
 import pytest
 from judge_fakes import FAST_RETRY, answer, install_fake, labels_in, make_group, rate_limit, timeout
+
 from rankgym.judges.group_judge import (
     default_spec,
     judge_groups,
@@ -18,7 +19,6 @@ from rankgym.judges.group_judge import (
     presentation_orders,
     summarize,
 )
-
 from rankgym.store import Store
 
 

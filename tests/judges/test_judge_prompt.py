@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from judge_fakes import EMAIL_A, EMAIL_B, make_group
+
 from rankgym.judges.prompt import (
     IDS_MARKER,
     build_prompt,
@@ -14,7 +15,6 @@ from rankgym.judges.prompt import (
     parse_ids_line,
     quote,
 )
-
 from rankgym.types import Message
 
 

@@ -8,24 +8,13 @@ import pytest
 
 from rankgym.cli import main
 from rankgym.store import Store
-from rankgym.types import Group
 
 
-def _real_groups(n_tasks: int = 2) -> list[Group]:
-    """Oracle and random episodes of the same ToolUse tasks, merged into mixed groups."""
-    from rankgym.envs.policies import OraclePolicy, RandomPolicy
-    from rankgym.envs.rollout import rollout_groups
-
-    env = "rankgym/ToolUse-v0"
-    kw = {"n_tasks": n_tasks, "group_size": 2, "seed": 3, "progress": False}
-    good = rollout_groups(env, OraclePolicy(), run_id="oracle", **kw)
-    bad = rollout_groups(env, RandomPolicy(seed=1), run_id="random", **kw)
-    groups = []
-    for g, b in zip(good, bad, strict=True):
-        assert g.task_id == b.task_id
-        trajs = [g.trajectories[0], b.trajectories[0], g.trajectories[1], b.trajectories[1]]
-        groups.append(Group(id=g.id, run_id="mixed", env_id=g.env_id, task_id=g.task_id, trajectories=trajs))
-    return groups
+def _rollout(store_path, policy: str, group_size: int) -> None:
+    """Real ToolUse-v0 groups written by `rankgym rollout`."""
+    argv = ["rollout", "--env", "rankgym/ToolUse-v0", "--policy", policy, "--tasks", "1",
+            "--group-size", str(group_size), "--store", str(store_path), "--json", "-q"]  # fmt: skip
+    assert main(argv) == 0
 
 
 @pytest.mark.slow
@@ -33,10 +22,11 @@ def test_embedded_judge_end_to_end(store_path, capsys):
     import torch
 
     torch.set_num_threads(1)  # 2 cores shared by several processes: 1 thread is fastest
-    store = Store(store_path)
-    groups = _real_groups()
-    store.put_groups(groups)
-    store.close()
+    _rollout(store_path, "oracle", 2)
+    _rollout(store_path, "random", 3)
+    capsys.readouterr()
+    with Store(store_path) as store:
+        groups = [store.get_group(gid) for gid in store.group_ids()]
 
     assert main(["judge", "--store", str(store_path), "--json", "-q"]) == 0  # default local/smollm2
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
