@@ -108,9 +108,15 @@ def _judge(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _dry_run(args: argparse.Namespace, spec: Any, store: Any, ids: list[str]) -> dict[str, Any]:
-    from .group_judge import context_budget, presentation_cache_key, presentation_orders
+    from .group_judge import (
+        context_budget,
+        ensure_provider,
+        presentation_cache_key,
+        presentation_orders,
+    )
     from .prompt import build_prompt, count_tokens
 
+    ensure_provider(spec.model)  # registers local/ prices (0); loads no model
     budget = context_budget(spec)
     groups_out, total_in, requests, cached = [], 0, 0, 0
     n_traj = 0
@@ -156,6 +162,7 @@ def _dry_run(args: argparse.Namespace, spec: Any, store: Any, ids: list[str]) ->
     try:
         import litellm
 
+        litellm.suppress_debug_info = True  # no "Provider List" banner on stdout
         p_in, p_out = litellm.cost_per_token(
             model=spec.model, prompt_tokens=total_in, completion_tokens=est_out
         )

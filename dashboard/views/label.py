@@ -164,16 +164,13 @@ with st.form(f"rank_{group.id}"):
     submitted = b1.form_submit_button("Submit ranking", type="primary", key="submit_ranking")
     skipped = b2.form_submit_button("Skip this group", key="skip_group")
 
-if skipped:
-    data.write_label(s.path, group.id, labeler, {}, skipped=True)
-    st.session_state.pop("blind_gid", None)
-    st.rerun()
-if submitted:
-    try:
+try:
+    if skipped:
+        data.write_label(s.path, group.id, labeler, {}, skipped=True)
+        st.session_state.pop("blind_gid", None)
+        st.rerun()
+    if submitted:
         ranking = labeling.ranking_from_choices(choices)
-    except ValueError as e:
-        st.error(str(e))
-    else:
         row_id = data.write_label(s.path, group.id, labeler, ranking)
         st.session_state["blind_revealed"] = {
             "group_id": group.id,
@@ -181,5 +178,9 @@ if submitted:
             "row_id": row_id,
         }
         st.rerun()
+except ValueError as e:  # not every trajectory ranked
+    st.error(str(e))
+except StoreError as e:  # e.g. the store stayed locked: nothing was written
+    st.error(f"Your ranking was not saved: {e}")
 
 render_group(group, hide_scores=True, order=order, labels=[f"Trajectory {x}" for x in letters])

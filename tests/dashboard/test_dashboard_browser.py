@@ -2,13 +2,20 @@
 Chromium, the rendered DOM checked and a screenshot saved (under the test's tmp dir).
 
 Needs Debian's ``chromium`` (``apt-get install -y chromium``); skips with that reason when it
-is missing. Each page is loaded with ``--dump-dom --screenshot`` in one Chromium run with a
-virtual-time budget, repeated until Streamlit has finished rendering the expected content.
+is missing. One headless Chromium is driven over the DevTools protocol (``websockets``, a
+Streamlit dependency): navigate, poll the serialised DOM (what ``--dump-dom`` prints) until
+Streamlit has drawn the expected content and stopped running, then capture a screenshot (what
+``--screenshot`` writes). Repeated ``--dump-dom --virtual-time-budget`` runs were tried first:
+on a busy machine the budget often ran out before Streamlit's websocket delivered the page,
+so a page took 5-40 s of retries; polling in real time takes about a second.
 """
 
 from __future__ import annotations
 
+import base64
 import html.parser
+import itertools
+import json
 import os
 import shutil
 import signal
@@ -21,6 +28,7 @@ from pathlib import Path
 
 import pytest
 from PIL import Image, ImageStat
+from websockets.sync.client import connect
 
 from rankgym.dashboard.sample import XSS_GROUP_ID, build_sample_store
 
@@ -120,42 +128,90 @@ def server(tmp_path_factory: pytest.TempPathFactory):
     log.close()
 
 
-def load(url: str, shot: Path, expected: list[str], profile: Path, limit_s: float = 60) -> str:
-    """DOM and screenshot of ``url`` once Streamlit shows ``expected`` and has stopped running.
+class Chromium:
+    """One headless Chromium page, driven over the DevTools protocol."""
 
-    The virtual-time budget lets Streamlit's JS run, but on a busy machine the dump can still
-    come before the app has drawn; so retry (longer budgets) until done or ``limit_s``.
-    """
-    t0 = time.monotonic()
-    deadline = t0 + limit_s
-    budget = 10_000
-    while True:
-        shutil.rmtree(profile, ignore_errors=True)
-        shot.unlink(missing_ok=True)
-        out = subprocess.run(
-            [
-                CHROMIUM,
-                *CHROMIUM_FLAGS,
-                f"--user-data-dir={profile}",
-                f"--virtual-time-budget={budget}",
-                f"--screenshot={shot}",
-                "--dump-dom",
-                url,
-            ],
-            capture_output=True,
-            text=True,
-            timeout=90,
+    def __init__(self, profile: Path) -> None:
+        self.proc = subprocess.Popen(
+            [CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={profile}",
+             "--remote-debugging-port=0", "about:blank"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        port_file = profile / "DevToolsActivePort"
+        deadline = time.monotonic() + 30
+        while not port_file.exists() or not port_file.read_text().strip():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("chromium did not start its DevTools endpoint")
+            time.sleep(0.1)
+        port = int(port_file.read_text().split()[0])
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10) as r:
+            page = next(t for t in json.load(r) if t["type"] == "page")
+        self.ws = connect(page["webSocketDebuggerUrl"], max_size=2**27, open_timeout=10)
+        self.ids = itertools.count(1)
+        self.call(
+            "Emulation.setDeviceMetricsOverride",
+            width=1400,
+            height=1800,
+            deviceScaleFactor=1,
+            mobile=False,
         )
-        dom = out.stdout
-        done = all(e in dom for e in expected)
-        running = 'data-testid="stStatusWidget"' in dom or "Computing" in dom
-        if done and not running and shot.exists():
-            print(f"{url}: rendered with budget {budget} after {time.monotonic() - t0:.1f}s")
-            return dom
-        if time.monotonic() > deadline:
-            missing = [e for e in expected if e not in dom]
-            pytest.fail(f"{url}: never rendered {missing}; stderr tail: {out.stderr[-500:]}")
-        budget = min(budget + 5_000, 30_000)
+
+    def call(self, method: str, **params: object) -> dict:
+        n = next(self.ids)
+        self.ws.send(json.dumps({"id": n, "method": method, "params": params}))
+        while True:  # skip events until our answer
+            msg = json.loads(self.ws.recv(timeout=60))
+            if msg.get("id") == n:
+                if "error" in msg:
+                    raise RuntimeError(f"{method}: {msg['error']}")
+                return msg["result"]
+
+    def dom(self) -> tuple[str, str]:
+        """(location.href, serialised DOM) of the page right now."""
+        res = self.call(
+            "Runtime.evaluate",
+            expression="JSON.stringify([location.href, document.documentElement ? "
+            "document.documentElement.outerHTML : ''])",
+            returnByValue=True,
+        )["result"]
+        href, dom = json.loads(res.get("value") or '["", ""]')
+        return href, dom
+
+    def load(self, url: str, expected: list[str], limit_s: float = 45) -> str:
+        """Navigate, then poll until ``expected`` is in the DOM and Streamlit stopped running."""
+        self.call("Page.navigate", url=url)
+        deadline = time.monotonic() + limit_s
+        while True:
+            href, dom = self.dom()
+            running = any(
+                marker in dom  # script running, lazy elements not drawn, background work
+                for marker in (
+                    'data-testid="stStatusWidget"',
+                    'data-testid="stSkeleton"',
+                    "Computing",
+                )
+            )
+            if href == url and all(e in dom for e in expected) and not running:
+                time.sleep(0.5)  # let charts finish their first layout before the screenshot
+                return self.dom()[1]
+            if time.monotonic() > deadline:
+                missing = [e for e in expected if e not in dom]
+                pytest.fail(f"{url}: never rendered {missing} in {limit_s:.0f}s (at {href})")
+            time.sleep(0.25)
+
+    def screenshot(self, path: Path) -> None:
+        data = self.call("Page.captureScreenshot", format="png")["data"]
+        path.write_bytes(base64.b64decode(data))
+
+    def close(self) -> None:
+        self.ws.close()
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
 
 
 @pytest.fixture(scope="module")
@@ -164,12 +220,19 @@ def rendered(server: tuple[str, Path]) -> dict[str, tuple[str, Path]]:
     url, tmp = server
     shots = tmp / "screenshots"
     shots.mkdir()
+    browser = Chromium(tmp / "profile")
     out = {}
-    for path, expected, name in PAGES:
-        shot = shots / f"{name}.png"
-        dom = load(url + path, shot, expected, tmp / "profile")
-        (shots / f"{name}.html").write_text(dom)
-        out[name] = (dom, shot)
+    try:
+        for path, expected, name in PAGES:
+            t0 = time.monotonic()
+            dom = browser.load(url + path, expected)
+            shot = shots / f"{name}.png"
+            browser.screenshot(shot)
+            (shots / f"{name}.html").write_text(dom)
+            out[name] = (dom, shot)
+            print(f"{path}: rendered in {time.monotonic() - t0:.1f}s")
+    finally:
+        browser.close()
     print(f"screenshots in {shots}")
     return out
 

@@ -149,3 +149,13 @@ def test_disagreements_lists_worst_group_first(store_path):
     assert rows[0]["group_id"] == "grp-3" and rows[0]["kendall_tau_b"] < 0
     assert rows[0]["judge_top"] == ["grp-3-traj-2"] and rows[0]["human_top"] == ["grp-3-traj-0"]
     assert rows[0]["n_labelers"] == 2 and len(rows) == 4
+
+
+def test_bootstrap_matches_scipy_percentile_bootstrap():
+    rng = np.random.default_rng(2)
+    units = [(f"g{g}", rng.normal(size=5), rng.normal(size=5)) for g in range(60)]
+    ours = aggregate(units, n_resamples=4000, seed=3)["metrics"]["kendall_tau_b"]
+    per_group = np.array([kendall_tau_b(a, b) for _, a, b in units])
+    ref = stats.bootstrap((per_group,), np.mean, method="percentile", n_resamples=4000, rng=4)
+    assert ours["macro"] == pytest.approx(per_group.mean())
+    assert ours["macro_ci"] == pytest.approx(list(ref.confidence_interval), abs=0.03)

@@ -21,7 +21,15 @@ def _rollout(store_path, policy: str, group_size: int) -> None:
 def test_embedded_judge_end_to_end(store_path, capsys):
     import torch
 
+    threads = torch.get_num_threads()
     torch.set_num_threads(1)  # 2 cores shared by several processes: 1 thread is fastest
+    try:
+        _end_to_end(store_path, capsys)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _end_to_end(store_path, capsys) -> None:
     _rollout(store_path, "oracle", 2)
     _rollout(store_path, "random", 3)
     capsys.readouterr()
