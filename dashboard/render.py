@@ -148,8 +148,8 @@ def render_trajectory(
                 if s.trajectory_id == t.id:
                     score, rationale, hack = s.score, s.rationale, s.hack_suspected
         c1, c2, c3 = st.columns(3)
-        c1.metric("verifiable reward", _fmt(t.verifiable_reward))
-        c2.metric("judge score", _fmt(score))
+        c1.metric("verifier", _fmt(t.verifiable_reward), help="verifiable reward from the env")
+        c2.metric("judge", _fmt(score), help="judge score, 0..1")
         if human_rank is not None:
             c3.metric("your rank", f"{human_rank:g}")
         if rationale:

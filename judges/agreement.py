@@ -298,41 +298,55 @@ class _Data:
     n_unjudged: int
 
 
-def _load(store: Any, spec_hash: str | None, env_id: str | None) -> _Data:
-    """Everything the metrics need, in a few SQL queries (no pydantic objects: 10k+ groups)."""
+def _load(
+    store: Any, spec_hash: str | None, env_id: str | None, labeled_only: bool = False
+) -> _Data:
+    """Everything the metrics need, in a few SQL queries (no pydantic objects: 10k+ groups).
+
+    ``labeled_only``: judge scores of groups people ranked, nothing else (for disagreements).
+    """
     spec = _pick_spec(store, spec_hash)
     env_sql, env_params = ("WHERE env_id = ?", (env_id,)) if env_id else ("", ())
     groups = {
         r["id"]: r
         for r in store.query(f"SELECT id, env_id, task_id FROM groups {env_sql}", env_params)
     }
+    humans: dict[str, dict[str, dict[str, float]]] = defaultdict(dict)
+    for h in store.human_rankings():
+        if h["group_id"] in groups and not h["skipped"]:
+            humans[h["group_id"]][h["labeler"]] = h["ranking"]  # oldest first: latest wins
+    wanted = set(humans) if labeled_only else set(groups)
     judge: dict[str, dict[str, float]] = {}
     presentations: dict[str, list[dict[str, float]]] = {}
     verifier: dict[str, dict[str, float]] = defaultdict(dict)
     n_unjudged = 0
-    if spec:
-        latest: dict[str, str] = {}  # group -> latest ok judgement id
+    latest: dict[str, str] = {}  # group -> latest ok judgement id
+    if spec and wanted:
         for r in store.query(
             "SELECT id, group_id FROM judgements WHERE spec_hash = ? AND status = 'ok' "
             "ORDER BY created_at, rowid",
             (spec,),
         ):
-            if r["group_id"] in groups:
+            if r["group_id"] in wanted:
                 latest[r["group_id"]] = r["id"]
-        chosen = set(latest.values())
-        for r in store.query(
-            "SELECT s.judgement_id, j.group_id, s.trajectory_id, s.score FROM scores s "
-            "JOIN judgements j ON j.id = s.judgement_id WHERE j.spec_hash = ? AND j.status = 'ok'",
-            (spec,),
-        ):
-            if r["judgement_id"] in chosen:
+        chosen = list(latest.values())
+        for i in range(0, len(chosen), 500):
+            part = chosen[i : i + 500]
+            for r in store.query(
+                "SELECT s.judgement_id, j.group_id, s.trajectory_id, s.score FROM scores s "
+                "JOIN judgements j ON j.id = s.judgement_id "
+                f"WHERE s.judgement_id IN ({','.join('?' * len(part))})",
+                tuple(part),
+            ):
                 judge.setdefault(r["group_id"], {})[r["trajectory_id"]] = r["score"]
+    if spec and not labeled_only:
+        chosen_set = set(latest.values())
         for r in store.query(
             "SELECT id, group_id, presentations FROM judgements WHERE spec_hash = ? AND "
             "status = 'ok' AND json_valid(presentations) AND json_array_length(presentations) > 1",
             (spec,),
         ):
-            if r["id"] in chosen:
+            if r["id"] in chosen_set:
                 pres = json.loads(r["presentations"])
                 presentations[r["group_id"]] = [
                     p["scores"] for p in pres if isinstance(p.get("scores"), dict)
@@ -353,10 +367,6 @@ def _load(store: Any, spec_hash: str | None, env_id: str | None) -> _Data:
         ):
             if r["group_id"] in judge:
                 verifier[r["group_id"]][r["id"]] = r["verifiable_reward"]
-    humans: dict[str, dict[str, dict[str, float]]] = defaultdict(dict)
-    for h in store.human_rankings():
-        if h["group_id"] in groups and not h["skipped"]:
-            humans[h["group_id"]][h["labeler"]] = h["ranking"]  # oldest first: latest wins
     return _Data(spec, groups, judge, presentations, dict(humans), dict(verifier), n_unjudged)
 
 
@@ -432,7 +442,7 @@ def disagreements(
     ``task_id``, ``n_labelers``, ``kendall_tau_b``, ``pairwise_accuracy``, ``top1``,
     ``judge_top`` / ``human_top`` (ids tied first), ``judge_scores``, ``human_mean_rank``.
     """
-    data = _load(store, spec_hash, env_id)
+    data = _load(store, spec_hash, env_id, labeled_only=True)
     rows = []
     for gid, by_labeler in data.humans.items():
         js = data.judge.get(gid)

@@ -108,6 +108,11 @@ MIGRATIONS: list[str] = [
     CREATE INDEX hack_signals_group ON hack_signals(group_id);
     CREATE INDEX groups_created ON groups(created_at);
     """,
+    # v3: covering indexes for the dashboard's per-step reward and agreement queries.
+    """
+    CREATE INDEX trajectories_group_reward ON trajectories(group_id, verifiable_reward, id);
+    CREATE INDEX scores_judgement_score ON scores(judgement_id, score);
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 SEARCH_HITS_LIMIT = 10_000

@@ -130,7 +130,7 @@ def test_group_link_opens_group_and_renders_injection_as_text(store: Path) -> No
     for md in markdown_values(at):  # nothing untrusted reaches Markdown unescaped
         assert "<img" not in md and "<script" not in md and "](http" not in md
     assert len(at.columns) >= 3  # 3 trajectories side by side
-    assert any(m.label == "judge score" and m.value == "0.95" for m in at.metric)
+    assert any(m.label == "judge" and m.value == "0.95" for m in at.metric)
 
 
 def test_large_groups_use_tabs(store: Path) -> None:

@@ -200,6 +200,16 @@ class Chromium:
                 pytest.fail(f"{url}: never rendered {missing} in {limit_s:.0f}s (at {href})")
             time.sleep(0.25)
 
+    def scroll_to(self, text: str) -> None:
+        """Scroll the first text element containing ``text`` to the middle of the view."""
+        self.call(
+            "Runtime.evaluate",
+            expression="[...document.querySelectorAll('[data-testid=stText]')]"
+            f".find(e => e.textContent.includes({json.dumps(text)}))"
+            "?.scrollIntoView({block: 'center'})",
+        )
+        time.sleep(0.5)
+
     def screenshot(self, path: Path) -> None:
         data = self.call("Page.captureScreenshot", format="png")["data"]
         path.write_bytes(base64.b64decode(data))
@@ -228,6 +238,9 @@ def rendered(server: tuple[str, Path]) -> dict[str, tuple[str, Path]]:
             dom = browser.load(url + path, expected)
             shot = shots / f"{name}.png"
             browser.screenshot(shot)
+            if name == "groups_xss":  # and one of the injected text itself
+                browser.scroll_to("onerror=alert(1)")
+                browser.screenshot(shots / "groups_xss_payload.png")
             (shots / f"{name}.html").write_text(dom)
             out[name] = (dom, shot)
             print(f"{path}: rendered in {time.monotonic() - t0:.1f}s")
@@ -263,7 +276,7 @@ def test_every_page_renders_in_chromium(rendered: dict[str, tuple[str, Path]]) -
 
 def test_blind_form_hides_scores(rendered: dict[str, tuple[str, Path]]) -> None:
     dom, _ = rendered["blind"]
-    for hidden in ("judge score", "Judge rationale", "verifiable reward", "traj-"):
+    for hidden in ("judge score", "Judge rationale", "verifiable reward", "traj-", "stMetric"):
         assert hidden not in dom
 
 
