@@ -572,19 +572,25 @@ class GroupJudge:
         t0 = time.perf_counter()
         ids = [t.id for t in group.trajectories]
         orders = presentation_orders(ids, permutations, self.spec.seed, group.content_hash())
-        results = await asyncio.gather(
-            *(self._presentation(group, o) for o in orders), return_exceptions=True
+        unique = list(dict.fromkeys(tuple(o) for o in orders))  # tiny groups repeat orders
+        done = await asyncio.gather(
+            *(self._presentation(group, list(o)) for o in unique), return_exceptions=True
         )
+        by_order = dict(zip(unique, done, strict=True))
+        results = [by_order[tuple(o)] for o in orders]
         presentations: list[dict[str, Any]] = []
         errors: list[str] = []
+        seen: set[tuple[str, ...]] = set()
         for i, r in enumerate(results):
+            repeat = tuple(orders[i]) in seen  # same order as an earlier one: no new cost
+            seen.add(tuple(orders[i]))
             if isinstance(r, BaseException):
                 rec = dict(getattr(r, "presentation", {"order": orders[i], "calls": 0}))
-                rec.update(error=_describe(r), cached=False)
+                rec.update(error=_describe(r), cached=repeat)
                 presentations.append(rec)
                 errors.append(f"presentation {i + 1}/{len(orders)}: {_describe(r)}")
             else:
-                presentations.append(r)
+                presentations.append({**r, "cached": True} if repeat else r)
         fresh = [p for p in presentations if not p.get("cached")]
         j = Judgement(
             group_id=group.id,

@@ -23,6 +23,7 @@ GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 EMBEDDED_NAME = "smollm2-135m-instruct"
 _CONVERTER_VERSION = "1"
 _lock = threading.Lock()
+_shared_lock = threading.Lock()
 _loaded: dict[tuple[str, str], tuple[Any, Any]] = {}
 
 
@@ -122,6 +123,7 @@ def load_causal_lm(path: str, dtype: str = "float32", device: str = "cpu") -> tu
 def shared_embedded(dtype: str = "bfloat16") -> tuple[Any, Any]:
     """A process-wide cached embedded model for inference-only users (e.g. the local judge)."""
     key = (EMBEDDED_NAME, dtype)
-    if key not in _loaded:
-        _loaded[key] = load_embedded(dtype=dtype)
-    return _loaded[key]
+    with _shared_lock:
+        if key not in _loaded:
+            _loaded[key] = load_embedded(dtype=dtype)
+        return _loaded[key]

@@ -259,3 +259,10 @@ def test_concurrency_is_bounded(fake):
     js = run(groups, concurrency=2)
     assert all(j.status == "ok" for j in js) and inflight["max"] == 2
     assert [j.group_id for j in js] == [g.id for g in groups]
+
+
+def test_more_permutations_than_orders_calls_once_per_order(fake):
+    fake.script = [lambda m: answer({lab: 0.5 for lab in labels_in(m)})]
+    (j,) = run([make_group(2)], permutations=4)  # only 2 orders of 2 trajectories exist
+    assert j.status == "ok" and len(j.presentations) == 4 and j.calls == 2
+    assert len(fake.requests) == 2 and j.input_tokens == 200
