@@ -7,10 +7,12 @@ both modes produce (nearly) the same tokens, so the comparison is of the same wo
 reports how many trajectories came out token-identical.
 
     RANKGYM_CACHE=/tmp/rgcache HF_HUB_OFFLINE=1 .venv/bin/python bench/rollout.py \\
-        --tasks 2 --group-size 8 --max-new-tokens 48
+        --tasks 2 --group-size 8 --max-new-tokens 48 --repeats 2
 
 The machine is shared: the 1-minute load average before and after each mode is printed, and
-``--repeats`` alternates the modes so that load drift hits both.
+``--repeats`` alternates the modes so that load drift hits both. ``--threads`` defaults to 1:
+with other busy processes on 2 cores, 2 OpenMP threads stall each other (measured 10-20x
+slower decode steps), which would measure the scheduler, not the rollout.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ def main() -> None:
     ap.add_argument("--temperature", type=float, default=1.0)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--repeats", type=int, default=1)
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=1, help="torch threads (1: see module doc)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
 

@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rankgym.envs.policies import EpisodeContext, Generation, Policy, derive_seed
-
 from rankgym.types import Group, Message, Trajectory, Turn, content_hash
 
 __all__ = [
@@ -322,14 +321,7 @@ def _advance(ep: _Episode, gen: Generation, turn_cap: int, cap_is_user_limit: bo
     ep.counts["completion_tokens"] += gen.completion_tokens or len(gen.completion_token_ids)
     ep.counts["prompt_tokens"] += len(gen.prompt_token_ids)
     ep.counts["prompt_truncations"] += sum("truncated" in n for n in gen.notes)
-    try:
-        new, reward, terminated, truncated, info = ep.env.step(copy.deepcopy(gen.message))
-    except Exception as e:
-        ep.messages.append(_clean(gen.message))
-        ep.error, ep.done = f"env.step: {type(e).__name__}: {e}", True
-        return
-    executed = info.get("assistant_message") or gen.message
-    ep.messages.append(_clean(executed))
+    ep.messages.append(_clean(gen.message))
     ep.turns.append(
         Turn(
             message_index=len(ep.messages) - 1,
@@ -339,6 +331,13 @@ def _advance(ep: _Episode, gen: Generation, turn_cap: int, cap_is_user_limit: bo
             policy=gen.policy or None,
         )
     )
+    try:
+        new, reward, terminated, truncated, info = ep.env.step(copy.deepcopy(gen.message))
+    except Exception as e:
+        ep.error, ep.done = f"env.step: {type(e).__name__}: {e}", True
+        return
+    executed = info.get("assistant_message") or gen.message
+    ep.messages[-1] = _clean(executed)  # as the env ran it (e.g. call ids it assigned)
     ep.messages.extend(_clean(m) for m in new)
     ep.counts["env_reward"] += float(reward or 0.0)
     ep.counts["tool_calls"] += len(executed.get("tool_calls") or [])

@@ -20,7 +20,14 @@ from rankgym.envs.policies import (
 from rankgym.envs.rollout import rollout_groups, rollout_to_store, select_tasks, summarize
 from rankgym.store import Store
 
-torch.set_num_threads(2)
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    """One torch thread: on a shared 2-core box, 2 OpenMP threads stall each other 10x+."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 def add(a: int, b: int) -> int:
@@ -184,6 +191,8 @@ def test_env_and_policy_errors_are_recorded_not_raised():
     by_task = {g.task_id: g.trajectories for g in groups}
     assert all(t.error is None and t.verifiable_reward == 1.0 for t in by_task["add-0"])
     assert all("env.step: ValueError: step broke" in t.error for t in by_task["add-1"])
+    for t in by_task["add-1"]:  # the generated turn is kept, with its message
+        assert [t.messages[turn.message_index].role for turn in t.turns] == ["assistant"]
     assert all(t.error.startswith("env.reset: RuntimeError") for t in by_task["add-2"])
     assert all(
         t.error == "policy.generate: RuntimeError: cannot do add-3" for t in by_task["add-3"]
