@@ -35,6 +35,7 @@ from typing import Any, ClassVar
 
 import gymnasium
 from pydantic import BaseModel, ConfigDict, Field
+
 from rankgym.envs.spaces import AssistantActionSpace, MessagesSpace, is_assistant_action
 from rankgym.envs.toolcalls import parse_text, protocol_prompt
 from rankgym.envs.tools import Tool, ToolBox, ToolResult

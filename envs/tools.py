@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+
 from rankgym.envs.toolcalls import loads_lenient
 
 __all__ = ["Tool", "ToolResult", "ToolBox", "tool", "as_tool", "parse_docstring"]
