@@ -120,11 +120,20 @@ def main() -> None:
         env = envs[i % 2]
         task = f"task-{i % 500}"
         trs = [make_trajectory(rng, env, task) for _ in range(args.group_size)]
-        g = Group(run_id=f"run-{i % args.runs}", step=i // (n_groups // 50 or 1), env_id=env, task_id=task, trajectories=trs)
+        g = Group(
+            run_id=f"run-{i % args.runs}",
+            step=i // (n_groups // 50 or 1),
+            env_id=env,
+            task_id=task,
+            trajectories=trs,
+        )
         g.judgement = Judgement(
             group_id=g.id,
             spec_hash=h,
-            scores=[TrajectoryScore(trajectory_id=t.id, score=rng.random(), rationale="bench") for t in trs],
+            scores=[
+                TrajectoryScore(trajectory_id=t.id, score=rng.random(), rationale="bench")
+                for t in trs
+            ],
         )
         groups.append(g)
     build_s = time.perf_counter() - build_t
@@ -137,13 +146,25 @@ def main() -> None:
     ids = [g.id for g in groups]
     q = {
         "list_run_groups_page": timed(
-            lambda i: store.list_groups(run_id=f"run-{i % args.runs}", limit=50, offset=50 * (i % 40)), 100
+            lambda i: store.list_groups(
+                run_id=f"run-{i % args.runs}", limit=50, offset=50 * (i % 40)
+            ),
+            100,
         ),
         "count_run_groups": timed(lambda i: store.count_groups(run_id=f"run-{i % args.runs}"), 50),
         "load_group_with_scores": timed(lambda i: store.get_group(ids[(i * 7919) % len(ids)]), 200),
-        "fts_search_trajectories": timed(lambda i: store.search(WORDS[i % len(WORDS)] + " " + WORDS[(i * 3) % len(WORDS)], limit=50), 100),
-        "fts_filter_groups_page": timed(lambda i: store.list_groups(search=WORDS[(i * 5) % len(WORDS)], limit=50), 50),
-        "unlabeled_hack_filter_page": timed(lambda i: store.list_groups(labeled=False, hack_flagged=False, limit=50), 50),
+        "fts_search_trajectories": timed(
+            lambda i: store.search(
+                WORDS[i % len(WORDS)] + " " + WORDS[(i * 3) % len(WORDS)], limit=50
+            ),
+            100,
+        ),
+        "fts_filter_groups_page": timed(
+            lambda i: store.list_groups(search=WORDS[(i * 5) % len(WORDS)], limit=50), 50
+        ),
+        "unlabeled_hack_filter_page": timed(
+            lambda i: store.list_groups(labeled=False, hack_flagged=False, limit=50), 50
+        ),
     }
     ro = Store(out, readonly=True)
     q["readonly_load_group"] = timed(lambda i: ro.get_group(ids[(i * 104729) % len(ids)]), 100)

@@ -36,8 +36,11 @@ class EnvSection(_Section):
 class PolicySection(_Section):
     model: str = "embedded"
     """``embedded`` (SmolLM2-135M-Instruct) or a local transformers model directory."""
-    dtype: Literal["float32", "bfloat16"] = "float32"
-    """Weight dtype of the trained model (LoRA weights and optimizer state are fp32)."""
+    dtype: Literal["auto", "float32", "bfloat16"] = "auto"
+    """Weight dtype of the frozen base model; LoRA weights and optimizer state stay fp32.
+    ``auto`` = bfloat16 where the device computes bf16 natively (CUDA, AVX512-BF16, AMX),
+    else float32. bf16 base weights give the same numbers as fp32 weights under bf16 autocast,
+    without casting every weight on every call (measured 2-10x faster generation on CPU)."""
     device: str = "cpu"
     max_new_tokens: int = Field(64, ge=1)
     temperature: float = Field(1.0, ge=0.0)

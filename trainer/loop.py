@@ -102,11 +102,14 @@ def load_policy_model(cfg: TrainConfig) -> tuple[Any, Any, str]:
     """The base model + tokenizer for ``policy.model`` and a short name for it."""
     from rankgym.model import load_causal_lm, load_embedded
 
+    dtype = cfg.policy.dtype
+    if dtype == "auto":
+        dtype = "bfloat16" if use_bf16("auto", cfg.policy.device) else "float32"
     if cfg.policy.model == "embedded":
-        model, tok = load_embedded(cfg.policy.dtype, device=cfg.policy.device)
+        model, tok = load_embedded(dtype, device=cfg.policy.device)
         return model, tok, "embedded"
     try:
-        model, tok = load_causal_lm(cfg.policy.model, cfg.policy.dtype, device=cfg.policy.device)
+        model, tok = load_causal_lm(cfg.policy.model, dtype, device=cfg.policy.device)
     except FileNotFoundError as e:
         raise UserError(f"policy.model: {e}") from None
     return model, tok, Path(cfg.policy.model).name

@@ -14,10 +14,33 @@ from rankgym.config import ConfigError, load_config
 
 
 def test_help_lists_all_subcommands():
-    out = subprocess.run([sys.executable, "-m", "rankgym", "--help"], capture_output=True, text=True, check=True)
-    for name in ("envs", "new-env", "rollout", "judge", "agreement", "train", "demo", "dashboard", "export", "eval"):
+    out = subprocess.run(
+        [sys.executable, "-m", "rankgym", "--help"], capture_output=True, text=True, check=True
+    )
+    for name in (
+        "envs",
+        "new-env",
+        "rollout",
+        "judge",
+        "agreement",
+        "train",
+        "demo",
+        "dashboard",
+        "export",
+        "eval",
+    ):
         assert name in out.stdout
-    assert set(SUBCOMMANDS) >= {"envs", "new-env", "rollout", "judge", "agreement", "train", "demo", "dashboard", "export"}
+    assert set(SUBCOMMANDS) >= {
+        "envs",
+        "new-env",
+        "rollout",
+        "judge",
+        "agreement",
+        "train",
+        "demo",
+        "dashboard",
+        "export",
+    }
 
 
 def test_every_subcommand_takes_json_and_quiet():
@@ -47,8 +70,10 @@ def test_config_loads_and_errors_name_key(tmp_path):
     p.write_text('[train]\nloss = "ppo"\n')
     with pytest.raises(ConfigError, match=r"train\.loss.*allowed values: grpo, dr_grpo, dapo"):
         load_config(p, Outer)
-    p.write_text('[train]\nlearning_rate = 1\n')
-    with pytest.raises(ConfigError, match=r"unknown key 'train\.learning_rate'; allowed keys here: loss, lr"):
+    p.write_text("[train]\nlearning_rate = 1\n")
+    with pytest.raises(
+        ConfigError, match=r"unknown key 'train\.learning_rate'; allowed keys here: loss, lr"
+    ):
         load_config(p, Outer)
     p.write_text('[train]\nlr = "fast"\n')
     with pytest.raises(ConfigError, match=r"bad value for 'train\.lr'"):

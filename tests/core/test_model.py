@@ -35,9 +35,11 @@ def test_embedded_loads_and_generates():
     assert model.config.model_type == "llama" and model.num_parameters() > 100e6
     ids = tok.apply_chat_template(
         [{"role": "user", "content": "What is 7 + 9? Answer with just the number."}],
-        add_generation_prompt=True, return_tensors="pt", return_dict=True,
+        add_generation_prompt=True,
+        return_tensors="pt",
+        return_dict=True,
     )
     with torch.no_grad():
         out = model.generate(**ids, max_new_tokens=8, do_sample=False)
-    text = tok.decode(out[0, ids["input_ids"].shape[1]:], skip_special_tokens=True)
+    text = tok.decode(out[0, ids["input_ids"].shape[1] :], skip_special_tokens=True)
     assert "16" in text

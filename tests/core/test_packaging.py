@@ -8,8 +8,13 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-MAPPING = {"rankgym": "rankgym", "envs": "rankgym.envs", "judges": "rankgym.judges",
-           "trainer": "rankgym.trainer", "dashboard": "rankgym.dashboard"}
+MAPPING = {
+    "rankgym": "rankgym",
+    "envs": "rankgym.envs",
+    "judges": "rankgym.judges",
+    "trainer": "rankgym.trainer",
+    "dashboard": "rankgym.dashboard",
+}
 
 
 def test_every_package_folder_is_listed_in_pyproject():
@@ -19,23 +24,39 @@ def test_every_package_folder_is_listed_in_pyproject():
         for init in (ROOT / top).rglob("__init__.py"):
             rel = init.parent.relative_to(ROOT / top)
             name = ".".join([dotted, *rel.parts])
-            assert name in listed, f"{name} ({init.parent}) is missing from [tool.setuptools] packages"
+            assert name in listed, (
+                f"{name} ({init.parent}) is missing from [tool.setuptools] packages"
+            )
             assert cfg["package-dir"][name] == str(init.parent.relative_to(ROOT))
 
 
 def test_plain_install_imports_every_subpackage(tmp_path):
     target = tmp_path / "site"
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
-         "--target", str(target), str(ROOT)],
-        check=True, capture_output=True,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "--target",
+            str(target),
+            str(ROOT),
+        ],
+        check=True,
+        capture_output=True,
     )
     code = (
         "import rankgym, rankgym.envs, rankgym.judges, rankgym.trainer, rankgym.dashboard, sys;"
         "print(rankgym.envs.__file__)"
     )
     out = subprocess.run(
-        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
         env={"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"},
     )
     assert out.returncode == 0, out.stderr

@@ -19,7 +19,9 @@ from rankgym.store import MIGRATIONS, SCHEMA_VERSION, Store, StoreError, _statem
 from rankgym.types import Group, Judgement, JudgeSpec, Message, Trajectory, TrajectoryScore, Turn
 
 
-def make_group(run_id: str = "r1", step: int = 0, n: int = 3, text: str = "hello", signals=()) -> Group:
+def make_group(
+    run_id: str = "r1", step: int = 0, n: int = 3, text: str = "hello", signals=()
+) -> Group:
     trs = [
         Trajectory(
             env_id="rankgym/ToolUse-v0",
@@ -28,13 +30,26 @@ def make_group(run_id: str = "r1", step: int = 0, n: int = 3, text: str = "hello
                 Message(role="user", content=f"{text} question {i}"),
                 Message(role="assistant", content=f"answer {i} ✓"),
             ],
-            turns=[Turn(message_index=1, prompt_token_ids=[1, 2, 3], completion_token_ids=[4, 5], completion_logprobs=[-0.1, -0.2])],
+            turns=[
+                Turn(
+                    message_index=1,
+                    prompt_token_ids=[1, 2, 3],
+                    completion_token_ids=[4, 5],
+                    completion_logprobs=[-0.1, -0.2],
+                )
+            ],
             verifiable_reward=i / max(n - 1, 1),
             hack_signals=list(signals) if i == 0 else [],
         )
         for i in range(n)
     ]
-    return Group(run_id=run_id, step=step, env_id="rankgym/ToolUse-v0", task_id=f"task-{step}", trajectories=trs)
+    return Group(
+        run_id=run_id,
+        step=step,
+        env_id="rankgym/ToolUse-v0",
+        task_id=f"task-{step}",
+        trajectories=trs,
+    )
 
 
 def test_group_round_trip_and_filters(store_path):
@@ -43,7 +58,9 @@ def test_group_round_trip_and_filters(store_path):
     g2 = make_group(step=1, text="beta <script>")
     s.put_groups([g1, g2])
     back = s.get_group(g1.id)
-    assert back.trajectories == [t.model_copy(update={"hack_signals": t.hack_signals}) for t in g1.trajectories]
+    assert back.trajectories == [
+        t.model_copy(update={"hack_signals": t.hack_signals}) for t in g1.trajectories
+    ]
     assert s.count_groups() == 2
     assert [r["id"] for r in s.list_groups(search="alpha")] == [g1.id]
     assert [r["id"] for r in s.list_groups(search="<script>")] == [g2.id]
@@ -53,7 +70,11 @@ def test_group_round_trip_and_filters(store_path):
     spec = JudgeSpec(model="m", rubric="r")
     h = s.put_judge_spec(spec)
     assert s.unjudged_group_ids(h) == [g1.id, g2.id]
-    j = Judgement(group_id=g1.id, spec_hash=h, scores=[TrajectoryScore(trajectory_id=t.id, score=0.5) for t in g1.trajectories])
+    j = Judgement(
+        group_id=g1.id,
+        spec_hash=h,
+        scores=[TrajectoryScore(trajectory_id=t.id, score=0.5) for t in g1.trajectories],
+    )
     s.put_judgement(j)
     assert s.unjudged_group_ids(h) == [g2.id]
     assert s.get_group(g1.id).judgement.score_map() == j.score_map()
@@ -134,7 +155,10 @@ def test_migration_from_v1(store_path):
         (msgs,),
     )
     conn.execute("INSERT INTO hack_signals (trajectory_id, name) VALUES ('t1', 'early_exit')")
-    conn.execute("INSERT INTO human_rankings (group_id, labeler, ranking, created_at) VALUES ('g','ann','{\"t1\": 1}',?)", (now,))
+    conn.execute(
+        "INSERT INTO human_rankings (group_id, labeler, ranking, created_at) VALUES ('g','ann','{\"t1\": 1}',?)",
+        (now,),
+    )
     conn.execute("PRAGMA user_version = 1")
     conn.commit()
     conn.close()
@@ -168,13 +192,37 @@ def test_export_jsonl_and_parquet(store_path, tmp_path):
 def test_export_cli(store_path, tmp_path):
     Store(store_path).put_group(make_group())
     out = subprocess.run(
-        [sys.executable, "-m", "rankgym.cli", "export", "--store", str(store_path), "--format", "jsonl", "--out", str(tmp_path / "e.jsonl"), "--json"],
-        capture_output=True, text=True, check=True,
+        [
+            sys.executable,
+            "-m",
+            "rankgym.cli",
+            "export",
+            "--store",
+            str(store_path),
+            "--format",
+            "jsonl",
+            "--out",
+            str(tmp_path / "e.jsonl"),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     assert json.loads(out.stdout)["records"] == 1
     bad = subprocess.run(
-        [sys.executable, "-m", "rankgym.cli", "export", "--store", str(tmp_path / "nope.db"), "--out", "x"],
-        capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "rankgym.cli",
+            "export",
+            "--store",
+            str(tmp_path / "nope.db"),
+            "--out",
+            "x",
+        ],
+        capture_output=True,
+        text=True,
     )
     assert bad.returncode == 2 and "does not exist" in bad.stderr and "Traceback" not in bad.stderr
 
@@ -228,13 +276,19 @@ def test_one_writer_four_readers_30s(store_path):
     tests_dir = str(Path(__file__).resolve().parents[1])
     writer = subprocess.Popen(
         [sys.executable, "-c", WRITER.format(tests=tests_dir, path=str(store_path), seconds=30)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
     )
     time.sleep(0.5)
     readers = [
         subprocess.Popen(
             [sys.executable, "-c", READER.format(path=str(store_path), seconds=29)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=_env(),
         )
         for _ in range(4)
     ]
@@ -258,7 +312,10 @@ def test_sigkill_mid_batch_keeps_committed_groups(store_path):
     tests_dir = str(Path(__file__).resolve().parents[1])
     writer = subprocess.Popen(
         [sys.executable, "-c", WRITER.format(tests=tests_dir, path=str(store_path), seconds=60)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
     )
     committed: list[str] = []
     assert writer.stdout is not None

@@ -42,8 +42,18 @@ def _trajectory(**kw) -> Trajectory:
             Message(role="assistant", content="The answer is 4."),
         ],
         turns=[
-            Turn(message_index=2, prompt_token_ids=[1, 2], completion_token_ids=[3], completion_logprobs=[-0.1]),
-            Turn(message_index=4, prompt_token_ids=[], completion_token_ids=[], completion_logprobs=[]),
+            Turn(
+                message_index=2,
+                prompt_token_ids=[1, 2],
+                completion_token_ids=[3],
+                completion_logprobs=[-0.1],
+            ),
+            Turn(
+                message_index=4,
+                prompt_token_ids=[],
+                completion_token_ids=[],
+                completion_logprobs=[],
+            ),
         ],
         verifiable_reward=None,
         metrics={"turns": 2, "wall_s": 0.5, "missing": None},
@@ -79,7 +89,10 @@ def test_group_round_trip_with_judgement():
     g.judgement = Judgement(
         group_id=g.id,
         spec_hash="h",
-        scores=[TrajectoryScore(trajectory_id=t1.id, score=1.0), TrajectoryScore(trajectory_id=t2.id, score=0.0)],
+        scores=[
+            TrajectoryScore(trajectory_id=t1.id, score=1.0),
+            TrajectoryScore(trajectory_id=t2.id, score=0.0),
+        ],
         presentations=[{"order": [t2.id, t1.id], "scores": {t1.id: 1.0, t2.id: 0.0}}],
     )
     back = Group.from_json(g.to_json())

@@ -10,9 +10,9 @@ from pathlib import Path
 import gymnasium
 import pytest
 from gymnasium.utils.env_checker import check_env
+
 from rankgym.envs import Env, Task, tool
 from rankgym.envs.spaces import AssistantActionSpace, MessagesSpace
-
 from rankgym.types import Message, ToolCall, ToolCallFunction
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from rankgym.envs.toolcalls import has_tool_call_markup, parse_text, parse_tool_calls
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 import pytest
+
 from rankgym.envs.tools import Tool, ToolBox, parse_docstring, tool
 
 

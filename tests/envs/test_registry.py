@@ -13,11 +13,11 @@ from pathlib import Path
 
 import gymnasium
 import pytest
-import rankgym.envs
 from gymnasium.utils.env_checker import check_env
-from rankgym.envs.registry import BUILTINS, UnknownEnvError, list_envs
 
+import rankgym.envs
 from rankgym.cli import main
+from rankgym.envs.registry import BUILTINS, UnknownEnvError, list_envs
 
 
 def _importable(entry_point: str) -> bool:

@@ -6,6 +6,7 @@ from collections import Counter
 
 import gymnasium
 import pytest
+
 import rankgym.envs  # noqa: F401  (registers the built-ins)
 from rankgym.envs.tooluse import (
     TOOL_FAMILIES,
@@ -16,7 +17,6 @@ from rankgym.envs.tooluse import (
     generate_tasks,
     lookup,
 )
-
 from rankgym.types import content_hash
 
 # Pinned so that any change to the task set is deliberate (and bumps the env version).

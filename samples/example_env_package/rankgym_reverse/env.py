@@ -3,6 +3,7 @@
 import json
 
 import gymnasium
+
 from rankgym.envs import Env, Task, tool
 
 ENV_ID = "example/Reverse-v0"

@@ -1,7 +1,8 @@
 import gymnasium
-import rankgym.envs  # noqa: F401  (registers installed plugins)
 from gymnasium.utils.env_checker import check_env
 from rankgym_reverse.env import ENV_ID, register_envs
+
+import rankgym.envs  # noqa: F401  (registers installed plugins)
 
 
 def test_reverse_env():
