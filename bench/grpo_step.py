@@ -87,9 +87,16 @@ def run_trl(args: argparse.Namespace) -> tuple[list[float], list[int], list[dict
         generation_kwargs={"min_new_tokens": args.completion},
         dataloader_num_workers=0,
     )
-    lora = LoraConfig(r=16, lora_alpha=32, lora_dropout=0.0, target_modules=TARGETS, task_type="CAUSAL_LM")
+    lora = LoraConfig(
+        r=16, lora_alpha=32, lora_dropout=0.0, target_modules=TARGETS, task_type="CAUSAL_LM"
+    )
     trainer = GRPOTrainer(
-        model=model, reward_funcs=reward, args=cfg, train_dataset=ds, processing_class=tok, peft_config=lora
+        model=model,
+        reward_funcs=reward,
+        args=cfg,
+        train_dataset=ds,
+        processing_class=tok,
+        peft_config=lora,
     )
     gen_time = [0.0]
     batches: list[dict] = []
@@ -132,13 +139,20 @@ def run_ours(args: argparse.Namespace, batches: list[dict]) -> list[float]:
 
     model, tok = load_embedded("float32")
     torch.manual_seed(0)
-    lora = LoraConfig(r=16, lora_alpha=32, lora_dropout=0.0, target_modules=TARGETS, task_type="CAUSAL_LM")
+    lora = LoraConfig(
+        r=16, lora_alpha=32, lora_dropout=0.0, target_modules=TARGETS, task_type="CAUSAL_LM"
+    )
     model = get_peft_model(model, lora)
     opt = torch.optim.AdamW(
-        [p for p in model.parameters() if p.requires_grad], lr=args.lr, betas=(0.9, 0.99), weight_decay=0.0
+        [p for p in model.parameters() if p.requires_grad],
+        lr=args.lr,
+        betas=(0.9, 0.99),
+        weight_decay=0.0,
     )
     s = UpdateSettings(
-        loss=LossSettings(loss_type=args.loss, beta=args.beta, max_completion_length=args.completion),
+        loss=LossSettings(
+            loss_type=args.loss, beta=args.beta, max_completion_length=args.completion
+        ),
         micro_batch_size=args.micro,
         bf16=True,
     )
@@ -148,14 +162,20 @@ def run_ours(args: argparse.Namespace, batches: list[dict]) -> list[float]:
         for i in range(b["prompt_ids"].shape[0]):
             p = b["prompt_ids"][i][b["prompt_mask"][i].bool()].tolist()
             c = b["completion_ids"][i][b["completion_mask"][i].bool()].tolist()
-            samples.append(Sample(rows=[(p + c, [0] * len(p) + [1] * len(c))], advantage=float(b["advantages"][i])))
+            samples.append(
+                Sample(
+                    rows=[(p + c, [0] * len(p) + [1] * len(c))], advantage=float(b["advantages"][i])
+                )
+            )
         st = grpo_update(model, opt, samples, s, pad_id=tok.pad_token_id)
         times.append(st.seconds)
     return times
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--steps", type=int, default=4, help="timed steps (plus one warm-up)")
     ap.add_argument("--batch", type=int, default=8, help="completions per optimizer step")
     ap.add_argument("--group", type=int, default=4, help="completions per prompt")

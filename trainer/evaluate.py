@@ -17,7 +17,6 @@ an env without a verifiable reward.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import random
 from collections.abc import Callable, Sequence
@@ -93,7 +92,12 @@ def successes(groups: Sequence[Group], threshold: float) -> dict[str, list[int]]
 
 
 def mean_reward(groups: Sequence[Group]) -> float | None:
-    rs = [t.verifiable_reward for g in groups for t in g.trajectories if t.verifiable_reward is not None]
+    rs = [
+        t.verifiable_reward
+        for g in groups
+        for t in g.trajectories
+        if t.verifiable_reward is not None
+    ]
     return sum(rs) / len(rs) if rs else None
 
 
@@ -179,14 +183,3 @@ def evaluate_policies(
             "both": sum(1 for x, y in pairs if x and y),
         }
     return out
-
-
-@contextlib.contextmanager
-def eval_mode(model: Any):
-    """Eval mode for the duration (restores the previous mode)."""
-    was = model.training
-    model.eval()
-    try:
-        yield model
-    finally:
-        model.train(was)

@@ -145,7 +145,9 @@ class MicroBatch:
     advantages: torch.Tensor  # (N,)
 
 
-def collate(samples: Sequence[Sample], pad_id: int, device: str | torch.device = "cpu") -> MicroBatch:
+def collate(
+    samples: Sequence[Sample], pad_id: int, device: str | torch.device = "cpu"
+) -> MicroBatch:
     """Left-pad the rows of ``samples`` into one micro-batch."""
     rows = [(ids, m, i) for i, s in enumerate(samples) for ids, m in s.rows]
     T = max(len(ids) for ids, _, _ in rows)
@@ -315,7 +317,11 @@ def grpo_update(
             loss, ms = grpo_loss(logp, old_i, mb, s.loss, n_traj, n_tok, ref[i])
             loss.backward()
             loss_sum += float(loss.detach())
-            clip_n, clip_d, kl_sum = clip_n + ms["clip_count"], clip_d + ms["clip_total"], kl_sum + ms["kl_sum"]
+            clip_n, clip_d, kl_sum = (
+                clip_n + ms["clip_count"],
+                clip_d + ms["clip_total"],
+                kl_sum + ms["kl_sum"],
+            )
             st.tokens += int(mb.attention_mask.sum())
             st.completion_tokens += int(ms["tokens"])
         params = [p for p in model.parameters() if p.requires_grad]

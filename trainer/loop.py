@@ -195,7 +195,9 @@ class Trainer:
                 f"{str(self.out)!r} already holds a training run; pass --resume to continue it "
                 "or choose another --out"
             )
-        run_id = self.cfg.name or f"train-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid() % 10000:04d}"
+        run_id = (
+            self.cfg.name or f"train-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid() % 10000:04d}"
+        )
         _write_json_atomic(run_file, {"run_id": run_id, "config": cfg_dump})
         return run_id
 
@@ -314,7 +316,9 @@ class Trainer:
         weights = load_file(str(path / "adapter_model.safetensors"))
         result = set_peft_model_state_dict(self.model, weights)
         if getattr(result, "unexpected_keys", None):
-            raise RuntimeError(f"checkpoint {path} has unexpected keys {result.unexpected_keys[:3]}")
+            raise RuntimeError(
+                f"checkpoint {path} has unexpected keys {result.unexpected_keys[:3]}"
+            )
         state = ckpt.load_trainer_state(path)
         self.optimizer.load_state_dict(state["optimizer"])
         if state.get("scheduler") is not None:
@@ -359,7 +363,11 @@ class Trainer:
             progress=self.progress,
         )
         stale = {
-            tu.policy for g in groups for t in g.trajectories for tu in t.turns if tu.policy != expected
+            tu.policy
+            for g in groups
+            for t in g.trajectories
+            for tu in t.turns
+            if tu.policy != expected
         }
         if stale:
             raise RuntimeError(

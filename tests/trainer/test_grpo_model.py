@@ -21,7 +21,9 @@ from rankgym.trainer.grpo import (
 def _peft(seed: int = 0):
     model, tok = tiny_model(seed)
     torch.manual_seed(seed)
-    lora = LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj", "up_proj", "down_proj"])
+    lora = LoraConfig(
+        r=8, lora_alpha=16, target_modules=["q_proj", "v_proj", "up_proj", "down_proj"]
+    )
     return get_peft_model(model, lora), tok
 
 
@@ -31,7 +33,9 @@ def _samples() -> list[Sample]:
     for i in range(4):
         prompt = torch.randint(10, 2000, (12 + i,), generator=g).tolist()
         comp = torch.randint(10, 2000, (5 + i,), generator=g).tolist()
-        out.append(Sample([(prompt + comp, [0] * len(prompt) + [1] * len(comp))], [1.0, -1.0][i % 2]))
+        out.append(
+            Sample([(prompt + comp, [0] * len(prompt) + [1] * len(comp))], [1.0, -1.0][i % 2])
+        )
     return out
 
 
@@ -52,7 +56,9 @@ def test_one_step_moves_logprobs_with_the_advantage(loss_type, level):
     before = _seq_logps(model, samples, tok.pad_token_id)
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-2)
     s = UpdateSettings(
-        loss=LossSettings(loss_type=loss_type, importance_sampling_level=level, max_completion_length=16),
+        loss=LossSettings(
+            loss_type=loss_type, importance_sampling_level=level, max_completion_length=16
+        ),
         micro_batch_size=2,
     )
     st = grpo_update(model, opt, samples, s, pad_id=tok.pad_token_id)

@@ -90,7 +90,9 @@ def install_fake_judge() -> None:
             resp.usage = Usage(prompt_tokens=100, completion_tokens=10, total_tokens=110)  # type: ignore[attr-defined]
             return resp
 
-        async def acompletion(self, model: str, messages: list, *a: Any, **kw: Any) -> ModelResponse:  # type: ignore[override]
+        async def acompletion(
+            self, model: str, messages: list, *a: Any, **kw: Any
+        ) -> ModelResponse:  # type: ignore[override]
             return self.completion(model, messages, *a, **kw)
 
     litellm.custom_provider_map = [
