@@ -27,6 +27,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import torch  # noqa: E402
 
+AUTOCAST: dict[str, bool] = {}
 TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 WORDS = (
     "river stone market window garden letter silver engine violin puzzle forest bridge candle "
@@ -53,7 +54,7 @@ def run_trl(args: argparse.Namespace) -> tuple[list[float], list[int], list[dict
 
     from rankgym.model import load_embedded
 
-    model, tok = load_embedded("float32")
+    model, tok = load_embedded(args.dtype)
     n_prompts = (args.steps + 1) * args.batch // args.group
     ds = Dataset.from_list([{"prompt": p} for p in prompts(n_prompts, args.prompt_words, 0)])
     gen = torch.Generator().manual_seed(0)
@@ -122,7 +123,15 @@ def run_trl(args: argparse.Namespace) -> tuple[list[float], list[int], list[dict
             update_s.append(time.perf_counter() - self.t0 - gen_time[0])
 
     trainer.add_callback(Timer())
+    seen_autocast: list[bool] = []
+    hook = trainer.model.register_forward_pre_hook(
+        lambda m, a: seen_autocast.append(
+            torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled()
+        )
+    )
     trainer.train()
+    hook.remove()
+    AUTOCAST["trl"] = any(seen_autocast)
     tokens = []
     per_step = []
     for b in batches:  # one generation batch per optimizer step (steps_per_generation = GA)
@@ -137,7 +146,7 @@ def run_ours(args: argparse.Namespace, batches: list[dict]) -> list[float]:
     from rankgym.model import load_embedded
     from rankgym.trainer.grpo import LossSettings, Sample, UpdateSettings, grpo_update
 
-    model, tok = load_embedded("float32")
+    model, tok = load_embedded(args.dtype)
     torch.manual_seed(0)
     lora = LoraConfig(
         r=16, lora_alpha=32, lora_dropout=0.0, target_modules=TARGETS, task_type="CAUSAL_LM"
@@ -186,6 +195,12 @@ def main() -> None:
     ap.add_argument("--beta", type=float, default=0.0)
     ap.add_argument("--lr", type=float, default=1e-5)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument(
+        "--dtype",
+        default="float32",
+        choices=["float32", "bfloat16"],
+        help="base weights (both sides)",
+    )
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     trl_s, tokens, batches = run_trl(args)
@@ -196,6 +211,7 @@ def main() -> None:
     out = {
         "settings": vars(args),
         "tokens_per_step": tokens[1:n],
+        "trl_saw_bf16_autocast": AUTOCAST.get("trl"),
         "trl_update_s": [round(x, 2) for x in trl_s[1:n]],
         "rankgym_update_s": [round(x, 2) for x in ours_s[1:n]],
         "trl_tokens_per_s": round(statistics.median(trl_tps), 1),

@@ -280,7 +280,7 @@ def demo_config(out_dir: str, steps: int, reward: str, seed: int) -> dict[str, A
 
 def _demo_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", metavar="DIR", help="output dir (default: runs/demo-<time>)")
-    p.add_argument("--steps", type=int, default=6, help="GRPO steps (default: 6)")
+    p.add_argument("--steps", type=int, default=10, help="GRPO steps (default: 10)")
     p.add_argument(
         "--reward",
         default="judge+verifiable",
