@@ -299,14 +299,14 @@ def grpo_update(
         if s.bf16
         else contextlib.nullcontext()
     )
-    model.train()
     old, ref = [None] * len(mbs), [None] * len(mbs)
-    with torch.no_grad(), amp:
+    with torch.no_grad(), amp:  # in eval mode: no dropout in the reference numbers
         if s.num_iterations > 1:
             old = [token_logprobs(model, mb) for mb in mbs]
         if s.loss.beta != 0.0:
             with model.disable_adapter():
                 ref = [token_logprobs(model, mb) for mb in mbs]
+    model.train()
     clip_n = clip_d = kl_sum = loss_sum = 0.0
     for _ in range(s.num_iterations):
         loss_sum = 0.0
@@ -317,11 +317,9 @@ def grpo_update(
             loss, ms = grpo_loss(logp, old_i, mb, s.loss, n_traj, n_tok, ref[i])
             loss.backward()
             loss_sum += float(loss.detach())
-            clip_n, clip_d, kl_sum = (
-                clip_n + ms["clip_count"],
-                clip_d + ms["clip_total"],
-                kl_sum + ms["kl_sum"],
-            )
+            clip_n += ms["clip_count"]
+            clip_d += ms["clip_total"]
+            kl_sum += ms["kl_sum"]
             st.tokens += int(mb.attention_mask.sum())
             st.completion_tokens += int(ms["tokens"])
         params = [p for p in model.parameters() if p.requires_grad]

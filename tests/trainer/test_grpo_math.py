@@ -164,3 +164,16 @@ def test_collate_left_pads_and_keeps_every_completion_token():
     assert mb.row_traj.tolist() == [0, 1, 1]
     assert mb.loss_mask.sum().item() == 2 + 1 + 3
     assert mb.position_ids.tolist()[1] == [0, 0, 0, 0, 0, 1]
+
+
+def test_wilson_and_paired_bootstrap():
+    from rankgym.trainer.evaluate import paired_bootstrap, wilson
+
+    lo, hi = wilson(5, 20)  # textbook value for 5/20: [0.112, 0.469]
+    assert lo == pytest.approx(0.1119, abs=1e-3) and hi == pytest.approx(0.4687, abs=1e-3)
+    assert wilson(0, 10)[0] == 0.0 and wilson(10, 10)[1] == 1.0
+    a = {f"t{i}": [0, 0] for i in range(10)}
+    b = {f"t{i}": [1, 0] if i < 5 else [0, 0] for i in range(10)}
+    lo, hi = paired_bootstrap(a, b, seed=0)
+    assert 0.0 <= lo < 0.25 < hi <= 0.5
+    assert paired_bootstrap(a, a) == (0.0, 0.0)

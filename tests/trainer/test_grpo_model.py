@@ -104,3 +104,35 @@ def test_masked_positions_get_zero_gradient():
     m = torch.tensor(mask[3:])
     assert torch.all(per_target[m == 0] == 0)
     assert torch.all(per_target[m == 1] > 0)
+
+
+def test_kl_to_adapter_off_reference_and_multiple_iterations():
+    model, tok = _peft()
+    samples = _samples()
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=5e-2)
+    s = UpdateSettings(loss=LossSettings(beta=0.1, epsilon=0.05), micro_batch_size=2, num_iterations=3)
+    st = grpo_update(model, opt, samples, s, pad_id=tok.pad_token_id)
+    assert st.optimizer_steps == 3
+    # iteration 1 starts at the base model (LoRA B = 0): KL 0 there, > 0 once the adapter moved
+    assert st.kl is not None and st.kl > 0
+    # old log-probs are fixed before iteration 1, so iterations 2-3 see ratios != 1 and clip
+    assert 0 < st.clip_fraction < 1
+    with torch.no_grad():
+        mb = collate(samples, tok.pad_token_id)
+        with model.disable_adapter():
+            ref = token_logprobs(model, mb)
+        cur = token_logprobs(model, mb)
+    assert not torch.allclose(ref, cur)  # the adapter changed the policy, not the base weights
+
+
+def test_gradient_checkpointing_gives_the_same_step():
+    results = []
+    for ckpt in (False, True):
+        model, tok = _peft()
+        if ckpt:
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-2)
+        grpo_update(model, opt, _samples(), UpdateSettings(micro_batch_size=2), tok.pad_token_id)
+        results.append({k: v.clone() for k, v in model.state_dict().items() if "lora_B" in k})
+    for k in results[0]:
+        torch.testing.assert_close(results[0][k], results[1][k], rtol=1e-4, atol=1e-6)
