@@ -280,7 +280,7 @@ def demo_config(out_dir: str, steps: int, reward: str, seed: int) -> dict[str, A
 
 def _demo_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", metavar="DIR", help="output dir (default: runs/demo-<time>)")
-    p.add_argument("--steps", type=int, default=10, help="GRPO steps (default: 10)")
+    p.add_argument("--steps", type=int, default=15, help="GRPO steps (default: 15)")
     p.add_argument(
         "--reward",
         default="judge+verifiable",
@@ -289,6 +289,8 @@ def _demo_arguments(p: argparse.ArgumentParser) -> None:
         "little signal on CPU; see docs/training.md)",
     )
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--eval-tasks", type=int, default=20, metavar="N", help="held-out tasks (default: all 20)")  # fmt: skip
+    p.add_argument("--eval-samples", type=int, default=4, metavar="K", help="seeded samples per held-out task (default: 4)")  # fmt: skip
 
 
 def _demo_run(args: argparse.Namespace) -> dict[str, Any]:
@@ -296,10 +298,12 @@ def _demo_run(args: argparse.Namespace) -> dict[str, Any]:
     from rankgym.trainer.config import TrainConfig
     from rankgym.trainer.loop import Trainer
 
-    if args.steps < 1:
-        raise UserError("--steps must be >= 1")
+    if min(args.steps, args.eval_tasks, args.eval_samples) < 1:
+        raise UserError("--steps, --eval-tasks and --eval-samples must be >= 1")
     out = args.out or f"runs/demo-{time.strftime('%Y%m%d-%H%M%S')}"
-    cfg = validate_config(demo_config(out, args.steps, args.reward, args.seed), TrainConfig, "demo")
+    raw = demo_config(out, args.steps, args.reward, args.seed)
+    raw["eval"].update(tasks=args.eval_tasks, samples=args.eval_samples)
+    cfg = validate_config(raw, TrainConfig, "demo")
     echo = _echo(args)
     _threads()
     t0 = time.perf_counter()

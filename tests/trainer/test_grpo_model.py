@@ -110,7 +110,9 @@ def test_kl_to_adapter_off_reference_and_multiple_iterations():
     model, tok = _peft()
     samples = _samples()
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=5e-2)
-    s = UpdateSettings(loss=LossSettings(beta=0.1, epsilon=0.05), micro_batch_size=2, num_iterations=3)
+    s = UpdateSettings(
+        loss=LossSettings(beta=0.1, epsilon=0.05), micro_batch_size=2, num_iterations=3
+    )
     st = grpo_update(model, opt, samples, s, pad_id=tok.pad_token_id)
     assert st.optimizer_steps == 3
     # iteration 1 starts at the base model (LoRA B = 0): KL 0 there, > 0 once the adapter moved
@@ -130,7 +132,9 @@ def test_gradient_checkpointing_gives_the_same_step():
     for ckpt in (False, True):
         model, tok = _peft()
         if ckpt:
-            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            model.gradient_checkpointing_enable(
+                gradient_checkpointing_kwargs={"use_reentrant": False}
+            )
         opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-2)
         grpo_update(model, opt, _samples(), UpdateSettings(micro_batch_size=2), tok.pad_token_id)
         results.append({k: v.clone() for k, v in model.state_dict().items() if "lora_B" in k})
