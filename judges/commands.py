@@ -102,6 +102,13 @@ def _judge(args: argparse.Namespace) -> dict[str, Any]:
             ids = ids[: args.limit]
         if args.dry_run:
             return _dry_run(args, spec, store, ids)
+        if ids:
+            from .group_judge import check_credentials
+
+            try:
+                check_credentials(spec)
+            except ValueError as e:
+                raise UserError(str(e)) from None
         return _judge_all(args, spec, store, ids)
     finally:
         store.close()

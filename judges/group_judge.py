@@ -144,6 +144,36 @@ def default_spec(
     return JudgeSpec(**fields)
 
 
+def missing_credentials(spec: JudgeSpec) -> list[str]:
+    """Environment variables the judge's provider needs and that are not set (``[]`` if none).
+
+    Asks LiteLLM's ``validate_environment``; a ``*_API_BASE`` variable counts as set when the
+    spec carries ``api_base``. Does not call the provider, so a wrong key is not caught here.
+    """
+    import litellm
+
+    if spec.model.startswith(LOCAL_PREFIX):
+        return []
+    try:
+        found = litellm.validate_environment(spec.model)
+    except Exception:  # an unknown provider: the first call reports it
+        return []
+    missing = list(found.get("missing_keys") or [])
+    if spec.extra.get("api_base"):
+        missing = [k for k in missing if not k.endswith("_API_BASE")]
+    return missing
+
+
+def check_credentials(spec: JudgeSpec) -> None:
+    """Raise ``ValueError`` naming the missing environment variables for ``spec.model``."""
+    missing = missing_credentials(spec)
+    if missing:
+        raise ValueError(
+            f"judge {spec.model!r} needs {', '.join(missing)} in the environment (not set); "
+            "export it, or use the embedded judge 'local/smollm2' for a run without a provider"
+        )
+
+
 # --------------------------------------------------------------------------- parsing
 
 

@@ -100,11 +100,52 @@ def load_embedded(dtype: str = "float32", device: str = "cpu") -> tuple[Any, Any
     return load_causal_lm(str(embedded_model_dir()), dtype=dtype, device=device)
 
 
+def check_device(device: str) -> None:
+    """Raise ``ValueError`` naming ``device`` when this torch build cannot use it.
+
+    Checks only that the device exists (``cpu``, ``cuda``, ``cuda:N``, ``mps``); not memory.
+    """
+    import torch
+
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError) as e:
+        raise ValueError(
+            f"device {device!r} is not a torch device name ({e}); use 'cpu' or 'cuda'"
+        ) from None
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            build = (
+                "a CPU-only build"
+                if torch.version.cuda is None
+                else f"built for CUDA {torch.version.cuda}"
+            )
+            raise ValueError(
+                f"device {device!r} asked for a GPU but torch {torch.__version__} ({build}) sees "
+                "none; set device = 'cpu' (e.g. use a *-cpu.toml sample config), or run on a "
+                "machine with a GPU and a CUDA build of torch"
+            )
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise ValueError(
+                f"device {device!r}: only {torch.cuda.device_count()} GPU(s) visible "
+                f"(cuda:0..cuda:{torch.cuda.device_count() - 1})"
+            )
+    elif dev.type == "mps" and not torch.backends.mps.is_available():
+        raise ValueError(f"device {device!r}: MPS is not available here; use 'cpu'")
+    elif dev.type not in ("cpu", "cuda", "mps"):
+        raise ValueError(f"device {device!r}: unsupported device type; use 'cpu' or 'cuda'")
+
+
 def load_causal_lm(path: str, dtype: str = "float32", device: str = "cpu") -> tuple[Any, Any]:
-    """Load any local causal LM directory with its tokenizer; pad token set for batching."""
+    """Load any local causal LM directory with its tokenizer; pad token set for batching.
+
+    Raises ``ValueError`` for a device this torch cannot use, ``FileNotFoundError`` for a
+    missing directory.
+    """
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    check_device(device)
     p = Path(path)
     if not p.is_dir():
         raise FileNotFoundError(

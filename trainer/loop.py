@@ -201,6 +201,21 @@ class Trainer:
         _write_json_atomic(run_file, {"run_id": run_id, "config": cfg_dump})
         return run_id
 
+    def _preflight(self) -> None:
+        """Fail before anything is written when the device or the judge's credentials are missing."""
+        from rankgym.judges.group_judge import check_credentials
+        from rankgym.model import check_device
+
+        try:
+            check_device(self.cfg.policy.device)
+        except ValueError as e:
+            raise UserError(f"policy.device: {e}") from None
+        if self.cfg.reward.kind != "verifiable":
+            try:
+                check_credentials(self._judge_spec())
+            except ValueError as e:
+                raise UserError(f"judge.model: {e}") from None
+
     def setup(self) -> None:
         from peft import LoraConfig, get_peft_model
 
@@ -208,6 +223,7 @@ class Trainer:
         from rankgym.store import Store
 
         cfg = self.cfg
+        self._preflight()
         self.out.mkdir(parents=True, exist_ok=True)
         self.run_id = self._run_identity()
         self.store = Store(cfg.store_path)

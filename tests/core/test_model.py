@@ -43,3 +43,17 @@ def test_embedded_loads_and_generates():
         out = model.generate(**ids, max_new_tokens=8, do_sample=False)
     text = tok.decode(out[0, ids["input_ids"].shape[1] :], skip_special_tokens=True)
     assert "16" in text
+
+
+def test_check_device_names_the_device_and_the_fix():
+    import torch
+
+    model_mod.check_device("cpu")
+    with pytest.raises(ValueError, match="'toaster'"):
+        model_mod.check_device("toaster")
+    if torch.cuda.is_available():
+        with pytest.raises(ValueError, match="GPU"):
+            model_mod.check_device(f"cuda:{torch.cuda.device_count()}")
+    else:
+        with pytest.raises(ValueError, match=r"'cuda'.*set device = 'cpu'"):
+            model_mod.check_device("cuda")

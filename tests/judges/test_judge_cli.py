@@ -9,6 +9,7 @@ import pytest
 from judge_fakes import answer, install_fake, labels_in, make_group
 
 from rankgym.cli import main
+from rankgym.judges.group_judge import default_spec, missing_credentials
 from rankgym.store import Store
 
 
@@ -106,6 +107,29 @@ def test_judge_cli_user_errors(store_path, capsys):
     assert main(["judge", "--store", str(store_path), "--judge", "gpt4"]) == 2
     assert "provider/model" in capsys.readouterr().err
     assert main(["judge", "--store", str(store_path), "--rubric", "/nope.md"]) == 2
+
+
+def test_judge_cli_names_missing_api_key_before_calling(store_path, capsys, monkeypatch):
+    _store(store_path, n_groups=1)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    assert main(["judge", "--store", str(store_path), "--judge", "openai/gpt-4.1-mini"]) == 2
+    err = capsys.readouterr().err
+    assert "OPENAI_API_KEY" in err and "local/smollm2" in err
+    store = Store(store_path, readonly=True)
+    assert store.unjudged_group_ids(default_spec("openai/gpt-4.1-mini").spec_hash) == ["grp-0"]
+    store.close()
+
+
+def test_missing_credentials_per_provider(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OLLAMA_API_BASE", raising=False)
+    assert missing_credentials(default_spec("openai/gpt-4.1-mini")) == ["OPENAI_API_KEY"]
+    assert missing_credentials(default_spec("local/smollm2")) == []
+    assert missing_credentials(default_spec("ollama/qwen3:8b")) == ["OLLAMA_API_BASE"]
+    with_base = default_spec("ollama/qwen3:8b", extra={"api_base": "http://127.0.0.1:11434"})
+    assert missing_credentials(with_base) == []
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    assert missing_credentials(default_spec("openai/gpt-4.1-mini")) == []
 
 
 def test_agreement_cli(fake, store_path, capsys):

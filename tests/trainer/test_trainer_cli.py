@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tomllib
 from pathlib import Path
 
 from peft import PeftModel
@@ -11,6 +12,8 @@ from trainer_helpers import install_fake_judge, save_tiny_model, tiny_config, to
 from rankgym.cli import main
 from rankgym.model import load_causal_lm
 from rankgym.store import Store
+
+SAMPLES = Path(__file__).parents[2] / "samples" / "configs"
 
 
 def test_train_then_eval(tmp_path: Path, capsys):
@@ -64,3 +67,26 @@ def test_train_errors_are_user_errors(tmp_path: Path, capsys):
     assert "--env is required" in capsys.readouterr().err
     assert main(["eval", "--adapter", str(tmp_path), "--env", "rankgym/ToolUse-v0"]) == 2
     assert "adapter_config.json" in capsys.readouterr().err
+
+
+def test_train_preflight_fails_before_writing_anything(tmp_path: Path, capsys, monkeypatch):
+    """A GPU config on a CPU-only torch, or an API judge without its key: clear error, no run dir."""
+    import torch
+
+    base = tomllib.loads((SAMPLES / "tooluse-gpu.toml").read_text())
+    out = tmp_path / "run"
+    if not torch.cuda.is_available():
+        cfg = tmp_path / "gpu.toml"
+        cfg.write_text(to_toml(base))
+        assert main(["train", "--config", str(cfg), "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert "policy.device" in err and "'cuda'" in err and "cpu" in err
+        assert not out.exists()
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    base["policy"]["device"] = "cpu"
+    cfg = tmp_path / "nokey.toml"
+    cfg.write_text(to_toml(base))
+    assert main(["train", "--config", str(cfg), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "judge.model" in err and "OPENAI_API_KEY" in err
+    assert not out.exists()
