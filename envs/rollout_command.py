@@ -42,7 +42,11 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
         default="embedded",
         help="embedded (default) | hf:PATH[@ADAPTER_DIR] | litellm:MODEL | random | oracle",
     )
-    p.add_argument("--split", default="train", choices=["train", "test"], help="task split")
+    p.add_argument(
+        "--split",
+        default="train",
+        help="task split: train, test, or one the env adds (e.g. agentdojo)",
+    )
     p.add_argument("--seed", type=int, default=0, help="seed for tasks, env and sampling")
     p.add_argument("--run", default=None, help="run id; reuse one to resume it (default: new)")
     p.add_argument("--step", type=int, default=0, help="step number recorded on the groups")
@@ -78,6 +82,9 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
         env = make(args.env)
     except UnknownEnvError as e:
         raise UserError(str(e)) from None
+    splits = tuple(getattr(env.unwrapped, "splits", ("train", "test")))
+    if args.split not in splits:
+        raise UserError(f"--split {args.split!r}: {args.env} has splits {', '.join(splits)}")
     n_available = len(env.tasks(args.split))
     if args.tasks > n_available:
         raise UserError(

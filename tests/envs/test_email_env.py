@@ -214,3 +214,23 @@ def test_rankgym_rollout_cli_oracle_and_random_on_the_test_split(tmp_path, polic
         assert summary["success_rate"] >= 0.95
     else:
         assert summary["success_rate"] < 0.05
+
+
+def test_rankgym_rollout_cli_serves_the_agentdojo_split(tmp_path, capsys, env):
+    from rankgym.cli import main
+
+    n = len(env.tasks("agentdojo"))
+    args = ["rollout", "--env", ENV_ID, "--policy", "oracle", "--split", "agentdojo"]
+    args += [
+        "--tasks",
+        str(n),
+        "--group-size",
+        "1",
+        "--store",
+        str(tmp_path / "s.db"),
+        "--json",
+        "-q",
+    ]
+    assert main(args) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert summary["groups"] == n >= 10 and summary["success_rate"] == 1.0

@@ -329,6 +329,8 @@ def test_cli_user_errors(capsys, store_path):
     assert "unknown policy 'gpt9'" in capsys.readouterr().err
     assert main([*args, "--split", "test", "--tasks", "100000", "--policy", "random"]) == 2
     assert "has only" in capsys.readouterr().err
+    assert main([*args, "--split", "agentdojo", "--policy", "oracle"]) == 2
+    assert "has splits train, test" in capsys.readouterr().err
 
 
 @pytest.mark.slow
