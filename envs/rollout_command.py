@@ -91,6 +91,13 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
             f"--tasks {args.tasks}: {args.env} has only {n_available} tasks in the "
             f"{args.split!r} split; pass --tasks {n_available} or fewer"
         )
+    if args.policy == "embedded" or args.policy.startswith("hf:"):
+        from rankgym.model import set_torch_threads
+
+        try:
+            set_torch_threads()
+        except ValueError as e:
+            raise UserError(str(e)) from None
     policy = make_policy(
         args.policy,
         env=env,

@@ -208,6 +208,13 @@ def _judge_all(args: argparse.Namespace, spec: Any, store: Any, ids: list[str]) 
     from .group_judge import GroupJudge, RetryPolicy, summarize
 
     store.put_judge_spec(spec)
+    if spec.model.startswith("local/") and ids:
+        from rankgym.model import set_torch_threads
+
+        try:
+            set_torch_threads()
+        except ValueError as e:
+            raise UserError(str(e)) from None
     retry = RetryPolicy(max_attempts=args.attempts, timeout_s=args.timeout)
     bar = tqdm(
         total=len(ids), desc="judging groups", unit="group", disable=args.quiet, file=sys.stderr

@@ -168,3 +168,65 @@ def shared_embedded(dtype: str = "bfloat16") -> tuple[Any, Any]:
         if key not in _loaded:
             _loaded[key] = load_embedded(dtype=dtype)
         return _loaded[key]
+
+
+def other_busy_cores(window_s: float = 0.3) -> float:
+    """How many CPU cores other processes keep busy right now (sampled over ``window_s``).
+
+    Reads ``/proc/stat`` twice while this process sleeps; falls back to the 1-minute load
+    average where there is no ``/proc`` (macOS). Counts all of the machine's cores, not a cgroup
+    quota.
+    """
+    import time
+
+    def sample() -> tuple[int, int]:
+        with open("/proc/stat") as fh:
+            vals = [int(x) for x in fh.readline().split()[1:]]
+        idle = vals[3] + (vals[4] if len(vals) > 4 else 0)
+        return sum(vals[:8]), idle
+
+    try:
+        t0, i0 = sample()
+        time.sleep(window_s)
+        t1, i1 = sample()
+    except (OSError, ValueError, IndexError):
+        return float(os.getloadavg()[0]) if hasattr(os, "getloadavg") else 0.0
+    total = t1 - t0
+    if total <= 0:
+        return 0.0
+    return (1.0 - (i1 - i0) / total) * (os.cpu_count() or 1)
+
+
+def choose_threads(cpus: int, busy: float) -> int:
+    """Torch threads for ``cpus`` usable cores when others keep ``busy`` cores busy: the free
+    cores, rounded, at least 1. More OpenMP threads than free cores stall each other."""
+    return max(1, min(cpus, round(cpus - busy)))
+
+
+def set_torch_threads() -> int:
+    """Set torch's intra-op threads from ``$RANKGYM_THREADS``, else from the free cores now.
+
+    Returns the number set. Does not adapt later if the load changes; set ``RANKGYM_THREADS``
+    to pin it.
+    """
+    import torch
+
+    env = os.environ.get("RANKGYM_THREADS", "").strip()
+    if env:
+        try:
+            n = int(env)
+        except ValueError:
+            raise ValueError(f"RANKGYM_THREADS={env!r} is not a whole number of threads") from None
+        if n < 1:
+            raise ValueError(f"RANKGYM_THREADS={env!r} must be at least 1")
+    else:
+        cpus = (
+            len(os.sched_getaffinity(0))
+            if hasattr(os, "sched_getaffinity")
+            else (os.cpu_count() or 1)
+        )
+        busy = other_busy_cores()
+        n = choose_threads(cpus, busy)
+        log.info("torch threads: %d (%d cores, %.1f busy with other work)", n, cpus, busy)
+    torch.set_num_threads(n)
+    return n

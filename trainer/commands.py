@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import sys
 import time
 from pathlib import Path
@@ -20,10 +19,12 @@ log = logging.getLogger(__name__)
 
 
 def _threads() -> None:
-    import torch
+    from rankgym.model import set_torch_threads
 
-    n = int(os.environ.get("RANKGYM_THREADS") or min(2, os.cpu_count() or 1))
-    torch.set_num_threads(n)
+    try:
+        set_torch_threads()
+    except ValueError as e:
+        raise UserError(str(e)) from None
 
 
 def _echo(args: argparse.Namespace) -> Any:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import importlib.util
+import os
+import subprocess
+import sys
 import time
 
 import pytest
@@ -57,3 +60,38 @@ def test_check_device_names_the_device_and_the_fix():
     else:
         with pytest.raises(ValueError, match=r"'cuda'.*set device = 'cpu'"):
             model_mod.check_device("cuda")
+
+
+def test_choose_threads_uses_the_free_cores():
+    assert model_mod.choose_threads(2, 0.05) == 2
+    assert model_mod.choose_threads(2, 1.0) == 1
+    assert model_mod.choose_threads(2, 3.0) == 1  # never below one
+    assert model_mod.choose_threads(16, 3.2) == 13
+    assert model_mod.choose_threads(4, -0.5) == 4  # never above the cores
+
+
+def test_set_torch_threads_honours_the_env_and_rejects_nonsense(monkeypatch):
+    import torch
+
+    before = torch.get_num_threads()
+    try:
+        monkeypatch.setenv("RANKGYM_THREADS", "1")
+        assert model_mod.set_torch_threads() == 1 and torch.get_num_threads() == 1
+        for bad in ("two", "0"):
+            monkeypatch.setenv("RANKGYM_THREADS", bad)
+            with pytest.raises(ValueError, match="RANKGYM_THREADS"):
+                model_mod.set_torch_threads()
+        monkeypatch.delenv("RANKGYM_THREADS")
+        assert 1 <= model_mod.set_torch_threads() <= (os.cpu_count() or 1)
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_other_busy_cores_sees_a_busy_process():
+    burner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.5)
+        assert model_mod.other_busy_cores(0.5) >= 0.5
+    finally:
+        burner.kill()
+        burner.wait()
