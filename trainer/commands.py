@@ -286,8 +286,9 @@ def _demo_arguments(p: argparse.ArgumentParser) -> None:
         "--reward",
         default="judge+verifiable",
         choices=["judge", "verifiable", "judge+verifiable"],
-        help="training reward (default: judge+verifiable: the embedded judge alone gives too "
-        "little signal on CPU; see docs/training.md)",
+        help="training reward (default: judge+verifiable, which learned most in the reward "
+        "ablation: the embedded judge alone is noisy, the checker alone is sparse; see "
+        "docs/training.md)",
     )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--eval-tasks", type=int, default=20, metavar="N", help="held-out tasks (default: all 20)")  # fmt: skip
