@@ -30,6 +30,7 @@ import math
 import os
 import statistics
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +69,15 @@ def use_bf16(setting: str, device: str) -> bool:
     if device.startswith("cuda"):
         return torch.cuda.is_available() and torch.cuda.is_bf16_supported()
     return cpu_bf16_native()
+
+
+def enable_checkpointing(model: Any) -> None:
+    """Recompute activations in the backward pass (non-reentrant; transformers 5 name first)."""
+    kwargs = {"use_reentrant": False}
+    if hasattr(model, "activation_checkpointing_enable"):
+        model.activation_checkpointing_enable(activation_checkpointing_kwargs=kwargs)
+    else:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
 
 
 def blend_reward(
@@ -250,13 +260,13 @@ class Trainer:
             task_type="CAUSAL_LM",
         )
         try:
-            self.model = get_peft_model(base, lora)
+            with warnings.catch_warnings():  # peft reads transformers' deprecated attribute name
+                warnings.filterwarnings("ignore", "`is_gradient_checkpointing`", FutureWarning)
+                self.model = get_peft_model(base, lora)
         except ValueError as e:
             raise UserError(f"lora.target_modules: {e}") from None
         if cfg.optim.gradient_checkpointing:
-            self.model.gradient_checkpointing_enable(
-                gradient_checkpointing_kwargs={"use_reentrant": False}
-            )
+            enable_checkpointing(self.model)
         self.model.eval()
         params = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(

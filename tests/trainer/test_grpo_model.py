@@ -16,6 +16,7 @@ from rankgym.trainer.grpo import (
     grpo_update,
     token_logprobs,
 )
+from rankgym.trainer.loop import enable_checkpointing
 
 
 def _peft(seed: int = 0):
@@ -132,9 +133,7 @@ def test_gradient_checkpointing_gives_the_same_step():
     for ckpt in (False, True):
         model, tok = _peft()
         if ckpt:
-            model.gradient_checkpointing_enable(
-                gradient_checkpointing_kwargs={"use_reentrant": False}
-            )
+            enable_checkpointing(model)
         opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-2)
         grpo_update(model, opt, _samples(), UpdateSettings(micro_batch_size=2), tok.pad_token_id)
         results.append({k: v.clone() for k, v in model.state_dict().items() if "lora_B" in k})
