@@ -94,10 +94,7 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
     if args.policy == "embedded" or args.policy.startswith("hf:"):
         from rankgym.model import set_torch_threads
 
-        try:
-            set_torch_threads()
-        except ValueError as e:
-            raise UserError(str(e)) from None
+        set_torch_threads()
     policy = make_policy(
         args.policy,
         env=env,

@@ -211,10 +211,7 @@ def _judge_all(args: argparse.Namespace, spec: Any, store: Any, ids: list[str]) 
     if spec.model.startswith("local/") and ids:
         from rankgym.model import set_torch_threads
 
-        try:
-            set_torch_threads()
-        except ValueError as e:
-            raise UserError(str(e)) from None
+        set_torch_threads()
     retry = RetryPolicy(max_attempts=args.attempts, timeout_s=args.timeout)
     bar = tqdm(
         total=len(ids), desc="judging groups", unit="group", disable=args.quiet, file=sys.stderr

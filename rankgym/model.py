@@ -206,19 +206,21 @@ def choose_threads(cpus: int, busy: float) -> int:
 def set_torch_threads() -> int:
     """Set torch's intra-op threads from ``$RANKGYM_THREADS``, else from the free cores now.
 
-    Returns the number set. Does not adapt later if the load changes; set ``RANKGYM_THREADS``
-    to pin it.
+    Returns the number set; raises ``UserError`` for a bad ``RANKGYM_THREADS``. Does not adapt
+    later if the load changes; set ``RANKGYM_THREADS`` to pin it.
     """
     import torch
+
+    from rankgym.cli import UserError
 
     env = os.environ.get("RANKGYM_THREADS", "").strip()
     if env:
         try:
             n = int(env)
         except ValueError:
-            raise ValueError(f"RANKGYM_THREADS={env!r} is not a whole number of threads") from None
+            raise UserError(f"RANKGYM_THREADS={env!r} is not a whole number of threads") from None
         if n < 1:
-            raise ValueError(f"RANKGYM_THREADS={env!r} must be at least 1")
+            raise UserError(f"RANKGYM_THREADS={env!r} must be at least 1")
     else:
         cpus = (
             len(os.sched_getaffinity(0))

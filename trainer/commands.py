@@ -14,17 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from rankgym.cli import Command, UserError
+from rankgym.model import set_torch_threads
 
 log = logging.getLogger(__name__)
-
-
-def _threads() -> None:
-    from rankgym.model import set_torch_threads
-
-    try:
-        set_torch_threads()
-    except ValueError as e:
-        raise UserError(str(e)) from None
 
 
 def _echo(args: argparse.Namespace) -> Any:
@@ -48,7 +40,7 @@ def _train_run(args: argparse.Namespace) -> dict[str, Any]:
     from rankgym.trainer.loop import Trainer
 
     cfg = load_train_config(args.config)
-    _threads()
+    set_torch_threads()
     trainer = Trainer(
         cfg,
         out_dir=args.out,
@@ -215,7 +207,7 @@ def _eval_run(args: argparse.Namespace) -> dict[str, Any]:
         env_kwargs = {}
     if args.samples < 1 or (args.tasks is not None and args.tasks < 1):
         raise UserError("--samples and --tasks must be >= 1")
-    _threads()
+    set_torch_threads()
     res = run_eval(
         adapter,
         env_id,
@@ -307,7 +299,7 @@ def _demo_run(args: argparse.Namespace) -> dict[str, Any]:
     raw["eval"].update(tasks=args.eval_tasks, samples=args.eval_samples)
     cfg = validate_config(raw, TrainConfig, "demo")
     echo = _echo(args)
-    _threads()
+    set_torch_threads()
     t0 = time.perf_counter()
     echo(
         f"rankgym demo: {args.steps} GRPO steps of SmolLM2-135M (LoRA) on easy ToolUse calculator "

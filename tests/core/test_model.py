@@ -11,6 +11,7 @@ import time
 import pytest
 
 from rankgym import model as model_mod
+from rankgym.cli import UserError
 
 
 def test_missing_package_error_says_how_to_install(monkeypatch):
@@ -79,7 +80,7 @@ def test_set_torch_threads_honours_the_env_and_rejects_nonsense(monkeypatch):
         assert model_mod.set_torch_threads() == 1 and torch.get_num_threads() == 1
         for bad in ("two", "0"):
             monkeypatch.setenv("RANKGYM_THREADS", bad)
-            with pytest.raises(ValueError, match="RANKGYM_THREADS"):
+            with pytest.raises(UserError, match="RANKGYM_THREADS"):
                 model_mod.set_torch_threads()
         monkeypatch.delenv("RANKGYM_THREADS")
         assert 1 <= model_mod.set_torch_threads() <= (os.cpu_count() or 1)
