@@ -20,3 +20,14 @@ import pytest  # noqa: E402
 def store_path(tmp_path: Path) -> Path:
     """A path for a fresh SQLite store in the test's temp dir."""
     return tmp_path / "store.db"
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """One torch thread for a module: on a shared 2-core box, 2 OpenMP threads stall each other 10x+."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

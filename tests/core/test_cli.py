@@ -12,35 +12,16 @@ from pydantic import BaseModel, ConfigDict
 from rankgym.cli import SUBCOMMANDS, build_parser
 from rankgym.config import ConfigError, load_config
 
+ALL_COMMANDS = ("envs", "new-env", "rollout", "judge", "agreement", "train", "demo", "dashboard", "export", "eval")  # fmt: skip
+
 
 def test_help_lists_all_subcommands():
     out = subprocess.run(
         [sys.executable, "-m", "rankgym", "--help"], capture_output=True, text=True, check=True
     )
-    for name in (
-        "envs",
-        "new-env",
-        "rollout",
-        "judge",
-        "agreement",
-        "train",
-        "demo",
-        "dashboard",
-        "export",
-        "eval",
-    ):
+    for name in ALL_COMMANDS:
         assert name in out.stdout
-    assert set(SUBCOMMANDS) >= {
-        "envs",
-        "new-env",
-        "rollout",
-        "judge",
-        "agreement",
-        "train",
-        "demo",
-        "dashboard",
-        "export",
-    }
+    assert set(SUBCOMMANDS) >= set(ALL_COMMANDS)
 
 
 def test_every_subcommand_takes_json_and_quiet():

@@ -20,14 +20,7 @@ from rankgym.envs.policies import (
 )
 from rankgym.envs.toolcalls import protocol_prompt
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """One torch thread: on a shared 2-core box, 2 OpenMP threads stall each other 10x+."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 ADD_TOOL = {
