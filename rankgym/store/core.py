@@ -6,7 +6,7 @@
   full-text rows, hack signals and judgement at once), retried with backoff while another
   process holds the write lock, so ``database is locked`` never reaches a user; after
   ``busy_seconds`` of waiting a :class:`StoreBusy` names the file and what to do.
-- The schema version lives in ``PRAGMA user_version``; :data:`MIGRATIONS` upgrade older files
+- The schema version lives in ``PRAGMA user_version``; ``schema.MIGRATIONS`` upgrade older files
   in place, inside a transaction.
 
 What it does not do: it is not a server. Many processes may read and write one file on a local
@@ -16,9 +16,7 @@ disk; a network filesystem (NFS, SMB) breaks SQLite's locking and is refused now
 from __future__ import annotations
 
 import json
-import logging
 import random
-import re
 import sqlite3
 import threading
 import time
@@ -26,119 +24,26 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
-import sqlite_utils
-from pydantic import TypeAdapter
+from rankgym.errors import StoreBusy, StoreError
+from rankgym.store.export import export_jsonl, export_parquet
+from rankgym.store.filters import JUDGED_OK, SEARCH_HITS_LIMIT, fts_query, group_filters
+from rankgym.store.rows import (
+    insert_group,
+    insert_judgement,
+    judgement_from_row,
+    score_from_row,
+    trajectory_from_row,
+)
+from rankgym.store.schema import SCHEMA_VERSION, apply_migrations, user_version
+from rankgym.types import Group, Judgement, JudgeSpec, TrajectoryScore
 
-from rankgym.types import Group, Judgement, JudgeSpec, Message, Trajectory, TrajectoryScore, Turn
-
-log = logging.getLogger(__name__)
 T = TypeVar("T")
-
-MIGRATIONS: list[str] = [
-    # v1: the first released layout.
-    """
-    CREATE TABLE runs (
-        id TEXT PRIMARY KEY, name TEXT, kind TEXT NOT NULL DEFAULT 'rollout',
-        config TEXT NOT NULL DEFAULT '{}', created_at REAL NOT NULL
-    );
-    CREATE TABLE steps (
-        run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE, step INTEGER NOT NULL,
-        metrics TEXT NOT NULL DEFAULT '{}', created_at REAL NOT NULL,
-        PRIMARY KEY (run_id, step)
-    );
-    CREATE TABLE groups (
-        id TEXT PRIMARY KEY, run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-        step INTEGER NOT NULL DEFAULT 0, env_id TEXT NOT NULL, task_id TEXT NOT NULL,
-        n_trajectories INTEGER NOT NULL, content_hash TEXT NOT NULL, created_at REAL NOT NULL
-    );
-    CREATE INDEX groups_run_step ON groups(run_id, step);
-    CREATE INDEX groups_env ON groups(env_id);
-    CREATE TABLE trajectories (
-        id TEXT PRIMARY KEY, group_id TEXT NOT NULL REFERENCES groups(id) ON DELETE CASCADE,
-        idx INTEGER NOT NULL, env_id TEXT NOT NULL, task_id TEXT NOT NULL, seed INTEGER,
-        messages TEXT NOT NULL, turns TEXT NOT NULL DEFAULT '[]', verifiable_reward REAL,
-        metrics TEXT NOT NULL DEFAULT '{}', truncated INTEGER NOT NULL DEFAULT 0, error TEXT,
-        schema_version INTEGER NOT NULL DEFAULT 1
-    );
-    CREATE INDEX trajectories_group ON trajectories(group_id, idx);
-    CREATE VIRTUAL TABLE trajectories_fts USING fts5(text, tokenize = 'unicode61');
-    CREATE TABLE judge_specs (
-        hash TEXT PRIMARY KEY, model TEXT NOT NULL, spec TEXT NOT NULL, created_at REAL NOT NULL
-    );
-    CREATE TABLE judgements (
-        id TEXT PRIMARY KEY, group_id TEXT NOT NULL REFERENCES groups(id) ON DELETE CASCADE,
-        spec_hash TEXT NOT NULL REFERENCES judge_specs(hash), status TEXT NOT NULL,
-        error TEXT, raw_response TEXT, presentations TEXT NOT NULL DEFAULT '[]',
-        input_tokens INTEGER NOT NULL DEFAULT 0, output_tokens INTEGER NOT NULL DEFAULT 0,
-        cost_usd REAL, latency_s REAL NOT NULL DEFAULT 0, calls INTEGER NOT NULL DEFAULT 0,
-        cached INTEGER NOT NULL DEFAULT 0, created_at REAL NOT NULL
-    );
-    CREATE INDEX judgements_group ON judgements(group_id, spec_hash, created_at);
-    CREATE TABLE scores (
-        judgement_id TEXT NOT NULL REFERENCES judgements(id) ON DELETE CASCADE,
-        trajectory_id TEXT NOT NULL REFERENCES trajectories(id) ON DELETE CASCADE,
-        score REAL NOT NULL, rationale TEXT NOT NULL DEFAULT '',
-        hack_suspected INTEGER NOT NULL DEFAULT 0,
-        PRIMARY KEY (judgement_id, trajectory_id)
-    );
-    CREATE INDEX scores_trajectory ON scores(trajectory_id);
-    CREATE TABLE human_rankings (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
-        group_id TEXT NOT NULL REFERENCES groups(id) ON DELETE CASCADE,
-        labeler TEXT NOT NULL, ranking TEXT NOT NULL, blind INTEGER NOT NULL DEFAULT 1,
-        created_at REAL NOT NULL
-    );
-    CREATE INDEX human_rankings_group ON human_rankings(group_id);
-    CREATE TABLE hack_signals (
-        trajectory_id TEXT NOT NULL REFERENCES trajectories(id) ON DELETE CASCADE,
-        name TEXT NOT NULL, detail TEXT NOT NULL DEFAULT '',
-        PRIMARY KEY (trajectory_id, name)
-    );
-    """,
-    # v2: a judge response cache, skipped labels, and group ids on hack signals (fast filters).
-    """
-    CREATE TABLE judge_cache (
-        spec_hash TEXT NOT NULL, group_hash TEXT NOT NULL, value TEXT NOT NULL,
-        created_at REAL NOT NULL, PRIMARY KEY (spec_hash, group_hash)
-    );
-    ALTER TABLE human_rankings ADD COLUMN skipped INTEGER NOT NULL DEFAULT 0;
-    ALTER TABLE hack_signals ADD COLUMN group_id TEXT;
-    UPDATE hack_signals SET group_id =
-        (SELECT t.group_id FROM trajectories t WHERE t.id = hack_signals.trajectory_id);
-    CREATE INDEX hack_signals_group ON hack_signals(group_id);
-    CREATE INDEX groups_created ON groups(created_at);
-    """,
-    # v3: covering indexes for the dashboard's per-step reward and agreement queries.
-    """
-    CREATE INDEX trajectories_group_reward ON trajectories(group_id, verifiable_reward, id);
-    CREATE INDEX scores_judgement_score ON scores(judgement_id, score);
-    """,
-]
-SCHEMA_VERSION = len(MIGRATIONS)
-SEARCH_HITS_LIMIT = 10_000
-"""Group search looks at the most recent this-many matching trajectories (keeps it fast)."""
-
-_MESSAGES = TypeAdapter(list[Message])
-_TURNS = TypeAdapter(list[Turn])
-
-
-class StoreError(RuntimeError):
-    """A store that cannot be used as asked (missing file, newer schema, bad input)."""
-
-
-class StoreBusy(StoreError):
-    """Another process held the write lock for longer than ``busy_seconds``."""
+__all__ = ["SEARCH_HITS_LIMIT", "Store"]
 
 
 def _is_busy(e: sqlite3.OperationalError) -> bool:
     msg = str(e).lower()
     return "locked" in msg or "busy" in msg
-
-
-def fts_query(text: str) -> str:
-    """Turn free text into a safe FTS5 query: every word quoted, all words required."""
-    words = re.findall(r"[\w@.+-]+", text, flags=re.UNICODE)
-    return " ".join('"' + w.replace('"', '""') + '"' for w in words)
 
 
 class Store:
@@ -183,7 +88,6 @@ class Store:
                 f"{SCHEMA_VERSION}); open it once read-write (any rankgym write command) "
                 "to migrate it."
             )
-        self.db = sqlite_utils.Database(self.conn)
 
     # ------------------------------------------------------------------ plumbing
     def __enter__(self) -> Store:
@@ -233,16 +137,8 @@ class Store:
         return self._retry(attempt)
 
     def _migrate(self) -> None:
-        def run(conn: sqlite3.Connection) -> None:
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            for v in range(version, SCHEMA_VERSION):
-                log.info("migrating store %s to schema version %d", self.path, v + 1)
-                for stmt in _statements(MIGRATIONS[v]):
-                    conn.execute(stmt)
-                conn.execute(f"PRAGMA user_version = {v + 1}")
-
-        if self.conn.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
-            self._write(run)
+        if user_version(self.conn) < SCHEMA_VERSION:
+            self._write(lambda c: apply_migrations(c, self.path))
 
     def query(self, sql: str, params: tuple | dict = ()) -> list[dict[str, Any]]:
         """Run a read query and return rows as dicts."""
@@ -315,79 +211,7 @@ class Store:
         for g in groups:
             if g.judgement is not None:
                 self._check_spec(g.judgement.spec_hash)
-            self._write(lambda c, g=g: self._insert_group(c, g))
-
-    def _insert_group(self, c: sqlite3.Connection, g: Group) -> None:
-        now = time.time()
-        chash = g.content_hash()
-        existing = c.execute("SELECT content_hash FROM groups WHERE id = ?", (g.id,)).fetchone()
-        if existing is not None and existing[0] == chash:
-            # Same content: keep trajectories, scores and labels; refresh signals and judgement.
-            c.execute(
-                "UPDATE groups SET run_id = ?, step = ? WHERE id = ?", (g.run_id, g.step, g.id)
-            )
-            for t in g.trajectories:
-                c.execute(
-                    "UPDATE trajectories SET verifiable_reward = ?, metrics = ?, error = ?,"
-                    " turns = ? WHERE id = ?",
-                    (
-                        t.verifiable_reward,
-                        json.dumps(t.metrics),
-                        t.error,
-                        json.dumps([tu.to_dict() for tu in t.turns]),
-                        t.id,
-                    ),
-                )
-                c.executemany(
-                    "INSERT OR IGNORE INTO hack_signals (trajectory_id, name, detail, group_id)"
-                    " VALUES (?,?,?,?)",
-                    [(t.id, name, "", g.id) for name in dict.fromkeys(t.hack_signals)],
-                )
-            if g.judgement is not None:
-                self._insert_judgement(c, g.judgement)
-            return
-        if existing is not None:
-            # Content changed: the old scores and labels no longer describe it; replace all.
-            old = c.execute("SELECT rowid FROM trajectories WHERE group_id = ?", (g.id,)).fetchall()
-            c.executemany("DELETE FROM trajectories_fts WHERE rowid = ?", [tuple(r) for r in old])
-            c.execute("DELETE FROM groups WHERE id = ?", (g.id,))
-        c.execute(
-            "INSERT INTO groups (id, run_id, step, env_id, task_id, n_trajectories, content_hash,"
-            " created_at) VALUES (?,?,?,?,?,?,?,?)",
-            (g.id, g.run_id, g.step, g.env_id, g.task_id, len(g.trajectories), chash, now),
-        )
-        for i, t in enumerate(g.trajectories):
-            cur = c.execute(
-                "INSERT INTO trajectories (id, group_id, idx, env_id, task_id, seed, messages,"
-                " turns, verifiable_reward, metrics, truncated, error, schema_version)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (
-                    t.id,
-                    g.id,
-                    i,
-                    t.env_id,
-                    t.task_id,
-                    t.seed,
-                    _MESSAGES.dump_json(t.messages, exclude_none=True).decode(),
-                    _TURNS.dump_json(t.turns).decode(),
-                    t.verifiable_reward,
-                    json.dumps(t.metrics),
-                    int(t.truncated),
-                    t.error,
-                    t.schema_version,
-                ),
-            )
-            c.execute(
-                "INSERT INTO trajectories_fts (rowid, text) VALUES (?, ?)",
-                (cur.lastrowid, t.text()),
-            )
-            c.executemany(
-                "INSERT OR REPLACE INTO hack_signals (trajectory_id, name, detail, group_id)"
-                " VALUES (?,?,?,?)",
-                [(t.id, name, "", g.id) for name in dict.fromkeys(t.hack_signals)],
-            )
-        if g.judgement is not None:
-            self._insert_judgement(c, g.judgement)
+            self._write(lambda c, g=g: insert_group(c, g))
 
     def get_group(self, group_id: str, spec_hash: str | None = None) -> Group:
         """Load a group with its trajectories and its latest judgement (for ``spec_hash``)."""
@@ -401,23 +225,7 @@ class Store:
             "SELECT trajectory_id, name FROM hack_signals WHERE group_id = ?", (group_id,)
         ):
             signals.setdefault(r["trajectory_id"], []).append(r["name"])
-        trajectories = [
-            Trajectory(
-                schema_version=r["schema_version"],
-                id=r["id"],
-                env_id=r["env_id"],
-                task_id=r["task_id"],
-                seed=r["seed"],
-                messages=_MESSAGES.validate_json(r["messages"]),
-                turns=_TURNS.validate_json(r["turns"]),
-                verifiable_reward=r["verifiable_reward"],
-                metrics=json.loads(r["metrics"]),
-                hack_signals=signals.get(r["id"], []),
-                truncated=bool(r["truncated"]),
-                error=r["error"],
-            )
-            for r in trs
-        ]
+        trajectories = [trajectory_from_row(r, signals.get(r["id"], [])) for r in trs]
         js = self.judgements(group_id=group_id, spec_hash=spec_hash)
         return Group(
             id=g["id"],
@@ -435,7 +243,7 @@ class Store:
             yield self.get_group(gid)
 
     def group_ids(self, run_id: str | None = None, step: int | None = None) -> list[str]:
-        where, params = self._filters(run_id=run_id, step=step)
+        where, params = group_filters(run_id=run_id, step=step)
         return [
             r["id"]
             for r in self.query(
@@ -443,69 +251,16 @@ class Store:
             )
         ]
 
-    def _filters(
-        self,
-        run_id: str | None = None,
-        step: int | None = None,
-        env_id: str | None = None,
-        spec_hash: str | None = None,
-        labeled: bool | None = None,
-        hack_flagged: bool | None = None,
-        search: str | None = None,
-        judged: bool | None = None,
-    ) -> tuple[str, list[Any]]:
-        clauses: list[str] = []
-        params: list[Any] = []
-        if run_id is not None:
-            clauses.append("g.run_id = ?")
-            params.append(run_id)
-        if step is not None:
-            clauses.append("g.step = ?")
-            params.append(step)
-        if env_id is not None:
-            clauses.append("g.env_id = ?")
-            params.append(env_id)
-        if spec_hash is not None:
-            clauses.append(
-                "EXISTS (SELECT 1 FROM judgements j WHERE j.group_id = g.id AND j.spec_hash = ?)"
-            )
-            params.append(spec_hash)
-        if labeled is not None:
-            clauses.append(
-                ("" if labeled else "NOT ")
-                + "EXISTS (SELECT 1 FROM human_rankings h WHERE h.group_id = g.id AND h.skipped = 0)"
-            )
-        if hack_flagged is not None:
-            clauses.append(
-                ("" if hack_flagged else "NOT ")
-                + "EXISTS (SELECT 1 FROM hack_signals s WHERE s.group_id = g.id)"
-            )
-        if judged is not None:
-            clauses.append(
-                ("" if judged else "NOT ")
-                + "EXISTS (SELECT 1 FROM judgements j WHERE j.group_id = g.id AND j.status = 'ok')"
-            )
-        if search:
-            q = fts_query(search)
-            if q:
-                clauses.append(
-                    "g.id IN (SELECT t.group_id FROM trajectories t WHERE t.rowid IN "
-                    "(SELECT rowid FROM trajectories_fts WHERE trajectories_fts MATCH ? "
-                    f"ORDER BY rowid DESC LIMIT {SEARCH_HITS_LIMIT}))"
-                )
-                params.append(q)
-        return ("WHERE " + " AND ".join(clauses)) if clauses else "", params
-
     def list_groups(self, limit: int = 50, offset: int = 0, **filters: Any) -> list[dict[str, Any]]:
         """One page of group summaries, newest first, with judged/labels/hack counts.
 
         Filters: run_id, step, env_id, spec_hash, labeled, hack_flagged, search, judged.
         ``search`` considers the newest :data:`SEARCH_HITS_LIMIT` matching trajectories.
         """
-        where, params = self._filters(**filters)
+        where, params = group_filters(**filters)
         sql = f"""
             SELECT g.id, g.run_id, g.step, g.env_id, g.task_id, g.n_trajectories, g.created_at,
-              EXISTS (SELECT 1 FROM judgements j WHERE j.group_id = g.id AND j.status = 'ok') AS judged,
+              {JUDGED_OK} AS judged,
               (SELECT COUNT(*) FROM human_rankings h WHERE h.group_id = g.id AND h.skipped = 0) AS n_labels,
               (SELECT COUNT(*) FROM hack_signals s WHERE s.group_id = g.id) AS n_hack
             FROM groups g {where}
@@ -516,14 +271,14 @@ class Store:
         return rows
 
     def count_groups(self, **filters: Any) -> int:
-        where, params = self._filters(**filters)
+        where, params = group_filters(**filters)
         return self.query(f"SELECT COUNT(*) AS n FROM groups g {where}", params)[0]["n"]
 
     def unjudged_group_ids(
         self, spec_hash: str, run_id: str | None = None, step: int | None = None
     ) -> list[str]:
         """Groups with no successful judgement under ``spec_hash``, oldest first."""
-        where, params = self._filters(run_id=run_id, step=step)
+        where, params = group_filters(run_id=run_id, step=step)
         extra = "NOT EXISTS (SELECT 1 FROM judgements j WHERE j.group_id = g.id AND j.spec_hash = ? AND j.status = 'ok')"
         where = f"{where} AND {extra}" if where else f"WHERE {extra}"
         return [
@@ -579,38 +334,7 @@ class Store:
     def put_judgement(self, j: Judgement) -> None:
         """Store a judgement (ok or unjudged) and its per-trajectory scores."""
         self._check_spec(j.spec_hash)
-        self._write(lambda c: self._insert_judgement(c, j))
-
-    def _insert_judgement(self, c: sqlite3.Connection, j: Judgement) -> None:
-        c.execute(
-            "INSERT OR REPLACE INTO judgements (id, group_id, spec_hash, status, error,"
-            " raw_response, presentations, input_tokens, output_tokens, cost_usd, latency_s,"
-            " calls, cached, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (
-                j.id,
-                j.group_id,
-                j.spec_hash,
-                j.status,
-                j.error,
-                j.raw_response,
-                json.dumps(j.presentations, default=str),
-                j.input_tokens,
-                j.output_tokens,
-                j.cost_usd,
-                j.latency_s,
-                j.calls,
-                int(j.cached),
-                time.time(),
-            ),
-        )
-        c.executemany(
-            "INSERT OR REPLACE INTO scores (judgement_id, trajectory_id, score, rationale,"
-            " hack_suspected) VALUES (?,?,?,?,?)",
-            [
-                (j.id, s.trajectory_id, s.score, s.rationale, int(s.hack_suspected))
-                for s in j.scores
-            ],
-        )
+        self._write(lambda c: insert_judgement(c, j))
 
     def judgements(
         self, group_id: str | None = None, spec_hash: str | None = None, status: str | None = None
@@ -635,33 +359,8 @@ class Store:
                 f"WHERE s.judgement_id IN ({marks}) ORDER BY t.idx",
                 part,
             ):
-                scores.setdefault(s["judgement_id"], []).append(
-                    TrajectoryScore(
-                        trajectory_id=s["trajectory_id"],
-                        score=s["score"],
-                        rationale=s["rationale"],
-                        hack_suspected=bool(s["hack_suspected"]),
-                    )
-                )
-        return [
-            Judgement(
-                id=r["id"],
-                group_id=r["group_id"],
-                spec_hash=r["spec_hash"],
-                status=r["status"],
-                scores=scores.get(r["id"], []),
-                presentations=json.loads(r["presentations"]),
-                error=r["error"],
-                raw_response=r["raw_response"],
-                input_tokens=r["input_tokens"],
-                output_tokens=r["output_tokens"],
-                cost_usd=r["cost_usd"],
-                latency_s=r["latency_s"],
-                calls=r["calls"],
-                cached=bool(r["cached"]),
-            )
-            for r in rows
-        ]
+                scores.setdefault(s["judgement_id"], []).append(score_from_row(s))
+        return [judgement_from_row(r, scores.get(r["id"], [])) for r in rows]
 
     def cache_get(self, spec_hash: str, group_hash: str) -> dict[str, Any] | None:
         rows = self.query(
@@ -775,68 +474,7 @@ class Store:
         Returns the number of records written. Parquet rows carry the latest judge score.
         """
         out = Path(out_path)
+        if fmt not in ("jsonl", "parquet"):
+            raise StoreError(f"unknown export format {fmt!r}; use 'jsonl' or 'parquet'")
         out.parent.mkdir(parents=True, exist_ok=True)
-        if fmt == "jsonl":
-            n = 0
-            tmp = out.with_name(out.name + ".tmp")
-            with tmp.open("w", encoding="utf-8") as f:
-                for g in self.iter_groups():
-                    f.write(g.to_json() + "\n")
-                    n += 1
-            tmp.replace(out)
-            return n
-        if fmt == "parquet":
-            return self._export_parquet(out)
-        raise StoreError(f"unknown export format {fmt!r}; use 'jsonl' or 'parquet'")
-
-    def _export_parquet(self, out: Path) -> int:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        schema = pa.schema(
-            [
-                ("trajectory_id", pa.string()),
-                ("group_id", pa.string()),
-                ("run_id", pa.string()),
-                ("step", pa.int64()),
-                ("env_id", pa.string()),
-                ("task_id", pa.string()),
-                ("seed", pa.int64()),
-                ("messages", pa.string()),
-                ("turns", pa.string()),
-                ("verifiable_reward", pa.float64()),
-                ("judge_score", pa.float64()),
-                ("judge_rationale", pa.string()),
-                ("metrics", pa.string()),
-                ("truncated", pa.bool_()),
-                ("error", pa.string()),
-            ]
-        )
-        sql = """
-            SELECT t.id AS trajectory_id, t.group_id, g.run_id, g.step, t.env_id, t.task_id,
-                   t.seed, t.messages, t.turns, t.verifiable_reward, t.metrics, t.truncated, t.error,
-                   (SELECT s.score FROM scores s JOIN judgements j ON j.id = s.judgement_id
-                     WHERE s.trajectory_id = t.id AND j.status = 'ok'
-                     ORDER BY j.created_at DESC LIMIT 1) AS judge_score,
-                   (SELECT s.rationale FROM scores s JOIN judgements j ON j.id = s.judgement_id
-                     WHERE s.trajectory_id = t.id AND j.status = 'ok'
-                     ORDER BY j.created_at DESC LIMIT 1) AS judge_rationale
-            FROM trajectories t JOIN groups g ON g.id = t.group_id
-            ORDER BY g.created_at, t.group_id, t.idx"""
-        tmp = out.with_name(out.name + ".tmp")
-        n = 0
-        with self._lock:
-            cur = self.conn.execute(sql)
-            with pq.ParquetWriter(tmp, schema) as writer:
-                while batch := cur.fetchmany(2000):
-                    rows = [dict(r) for r in batch]
-                    for r in rows:
-                        r["truncated"] = bool(r["truncated"])
-                    writer.write_table(pa.Table.from_pylist(rows, schema=schema))
-                    n += len(rows)
-        tmp.replace(out)
-        return n
-
-
-def _statements(script: str) -> list[str]:
-    return [s.strip() for s in script.split(";") if s.strip()]
+        return export_jsonl(self, out) if fmt == "jsonl" else export_parquet(self, out)

@@ -1,0 +1,174 @@
+"""Row <-> model code: how a Group, Trajectory and Judgement become SQLite rows and back.
+
+Functions here take an open connection inside a write transaction (``insert_*``) or a row
+dict from a read (``*_from_row``); they never open, lock or commit anything themselves.
+
+What this module does not do: no filtering or paging (see ``filters``), no export.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from typing import Any
+
+from pydantic import TypeAdapter
+
+from rankgym.types import Group, Judgement, Message, Trajectory, TrajectoryScore, Turn
+
+_MESSAGES = TypeAdapter(list[Message])
+_TURNS = TypeAdapter(list[Turn])
+
+
+def _signal_rows(g: Group, t: Trajectory) -> list[tuple[str, str, str, str]]:
+    return [(t.id, name, "", g.id) for name in dict.fromkeys(t.hack_signals)]
+
+
+def insert_group(c: sqlite3.Connection, g: Group) -> None:
+    """Write ``g`` (idempotent by id; same content keeps scores and labels, new content replaces)."""
+    now = time.time()
+    chash = g.content_hash()
+    existing = c.execute("SELECT content_hash FROM groups WHERE id = ?", (g.id,)).fetchone()
+    if existing is not None and existing[0] == chash:
+        # Same content: keep trajectories, scores and labels; refresh signals and judgement.
+        c.execute("UPDATE groups SET run_id = ?, step = ? WHERE id = ?", (g.run_id, g.step, g.id))
+        for t in g.trajectories:
+            c.execute(
+                "UPDATE trajectories SET verifiable_reward = ?, metrics = ?, error = ?,"
+                " turns = ? WHERE id = ?",
+                (
+                    t.verifiable_reward,
+                    json.dumps(t.metrics),
+                    t.error,
+                    json.dumps([tu.to_dict() for tu in t.turns]),
+                    t.id,
+                ),
+            )
+            c.executemany(
+                "INSERT OR IGNORE INTO hack_signals (trajectory_id, name, detail, group_id)"
+                " VALUES (?,?,?,?)",
+                _signal_rows(g, t),
+            )
+        if g.judgement is not None:
+            insert_judgement(c, g.judgement)
+        return
+    if existing is not None:
+        # Content changed: the old scores and labels no longer describe it; replace all.
+        old = c.execute("SELECT rowid FROM trajectories WHERE group_id = ?", (g.id,)).fetchall()
+        c.executemany("DELETE FROM trajectories_fts WHERE rowid = ?", [tuple(r) for r in old])
+        c.execute("DELETE FROM groups WHERE id = ?", (g.id,))
+    c.execute(
+        "INSERT INTO groups (id, run_id, step, env_id, task_id, n_trajectories, content_hash,"
+        " created_at) VALUES (?,?,?,?,?,?,?,?)",
+        (g.id, g.run_id, g.step, g.env_id, g.task_id, len(g.trajectories), chash, now),
+    )
+    for i, t in enumerate(g.trajectories):
+        cur = c.execute(
+            "INSERT INTO trajectories (id, group_id, idx, env_id, task_id, seed, messages,"
+            " turns, verifiable_reward, metrics, truncated, error, schema_version)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                t.id,
+                g.id,
+                i,
+                t.env_id,
+                t.task_id,
+                t.seed,
+                _MESSAGES.dump_json(t.messages, exclude_none=True).decode(),
+                _TURNS.dump_json(t.turns).decode(),
+                t.verifiable_reward,
+                json.dumps(t.metrics),
+                int(t.truncated),
+                t.error,
+                t.schema_version,
+            ),
+        )
+        c.execute(
+            "INSERT INTO trajectories_fts (rowid, text) VALUES (?, ?)", (cur.lastrowid, t.text())
+        )
+        c.executemany(
+            "INSERT OR REPLACE INTO hack_signals (trajectory_id, name, detail, group_id)"
+            " VALUES (?,?,?,?)",
+            _signal_rows(g, t),
+        )
+    if g.judgement is not None:
+        insert_judgement(c, g.judgement)
+
+
+def insert_judgement(c: sqlite3.Connection, j: Judgement) -> None:
+    """Write (or replace) a judgement row and its per-trajectory scores."""
+    c.execute(
+        "INSERT OR REPLACE INTO judgements (id, group_id, spec_hash, status, error,"
+        " raw_response, presentations, input_tokens, output_tokens, cost_usd, latency_s,"
+        " calls, cached, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        (
+            j.id,
+            j.group_id,
+            j.spec_hash,
+            j.status,
+            j.error,
+            j.raw_response,
+            json.dumps(j.presentations, default=str),
+            j.input_tokens,
+            j.output_tokens,
+            j.cost_usd,
+            j.latency_s,
+            j.calls,
+            int(j.cached),
+            time.time(),
+        ),
+    )
+    c.executemany(
+        "INSERT OR REPLACE INTO scores (judgement_id, trajectory_id, score, rationale,"
+        " hack_suspected) VALUES (?,?,?,?,?)",
+        [(j.id, s.trajectory_id, s.score, s.rationale, int(s.hack_suspected)) for s in j.scores],
+    )
+
+
+def trajectory_from_row(r: dict[str, Any], signals: list[str]) -> Trajectory:
+    """Build a Trajectory from a ``trajectories`` row and its hack-signal names."""
+    return Trajectory(
+        schema_version=r["schema_version"],
+        id=r["id"],
+        env_id=r["env_id"],
+        task_id=r["task_id"],
+        seed=r["seed"],
+        messages=_MESSAGES.validate_json(r["messages"]),
+        turns=_TURNS.validate_json(r["turns"]),
+        verifiable_reward=r["verifiable_reward"],
+        metrics=json.loads(r["metrics"]),
+        hack_signals=signals,
+        truncated=bool(r["truncated"]),
+        error=r["error"],
+    )
+
+
+def score_from_row(s: dict[str, Any]) -> TrajectoryScore:
+    """Build a TrajectoryScore from a ``scores`` row."""
+    return TrajectoryScore(
+        trajectory_id=s["trajectory_id"],
+        score=s["score"],
+        rationale=s["rationale"],
+        hack_suspected=bool(s["hack_suspected"]),
+    )
+
+
+def judgement_from_row(r: dict[str, Any], scores: list[TrajectoryScore]) -> Judgement:
+    """Build a Judgement from a ``judgements`` row and its scores (in trajectory order)."""
+    return Judgement(
+        id=r["id"],
+        group_id=r["group_id"],
+        spec_hash=r["spec_hash"],
+        status=r["status"],
+        scores=scores,
+        presentations=json.loads(r["presentations"]),
+        error=r["error"],
+        raw_response=r["raw_response"],
+        input_tokens=r["input_tokens"],
+        output_tokens=r["output_tokens"],
+        cost_usd=r["cost_usd"],
+        latency_s=r["latency_s"],
+        calls=r["calls"],
+        cached=bool(r["cached"]),
+    )
