@@ -47,7 +47,7 @@ def _judge_args(p: argparse.ArgumentParser) -> None:
 
 
 def _spec_from_args(args: argparse.Namespace) -> Any:
-    from .group_judge import default_spec
+    from .spec import default_spec
 
     rubric = None
     if args.rubric:
@@ -103,7 +103,7 @@ def _judge(args: argparse.Namespace) -> dict[str, Any]:
         if args.dry_run:
             return _dry_run(args, spec, store, ids)
         if ids:
-            from .group_judge import check_credentials
+            from .spec import check_credentials
 
             try:
                 check_credentials(spec)
@@ -115,13 +115,9 @@ def _judge(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _dry_run(args: argparse.Namespace, spec: Any, store: Any, ids: list[str]) -> dict[str, Any]:
-    from .group_judge import (
-        context_budget,
-        ensure_provider,
-        presentation_cache_key,
-        presentation_orders,
-    )
+    from .group_judge import presentation_cache_key, presentation_orders
     from .prompt import build_prompt, count_tokens
+    from .spec import context_budget, ensure_provider
 
     ensure_provider(spec.model)  # registers local/ prices (0); loads no model
     budget = context_budget(spec)

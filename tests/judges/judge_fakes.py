@@ -16,7 +16,7 @@ import litellm
 from litellm import CustomLLM
 from litellm.types.utils import ModelResponse, Usage
 
-from rankgym.judges.group_judge import RetryPolicy
+from rankgym.judges.calling import RetryPolicy
 from rankgym.types import Group, Message, ToolCall, ToolCallFunction, Trajectory
 
 FAST_RETRY = RetryPolicy(max_attempts=3, base_delay_s=0.001, max_delay_s=0.002, timeout_s=5)

@@ -20,7 +20,7 @@ from rankgym.judges.agreement import (
     spearman,
     top1_agreement,
 )
-from rankgym.judges.group_judge import default_spec
+from rankgym.judges.spec import default_spec
 from rankgym.store import Store
 from rankgym.types import Judgement, TrajectoryScore
 

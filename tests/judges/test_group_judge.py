@@ -10,15 +10,11 @@ import litellm
 import pytest
 from judge_fakes import FAST_RETRY, answer, install_fake, labels_in, make_group, rate_limit, timeout
 
-from rankgym.judges.group_judge import (
-    default_spec,
-    judge_groups,
-    merge_subset_scores,
-    overlapping_windows,
-    parse_judge_output,
-    presentation_orders,
-    summarize,
-)
+from rankgym.judges.group_judge import judge_groups, presentation_orders
+from rankgym.judges.parse import parse_judge_output
+from rankgym.judges.record import judge_summary as summarize
+from rankgym.judges.spec import default_spec
+from rankgym.judges.subsets import merge_subset_scores, overlapping_windows
 from rankgym.store import Store
 
 

@@ -9,7 +9,7 @@ import pytest
 from judge_fakes import answer, install_fake, labels_in, make_group
 
 from rankgym.cli import main
-from rankgym.judges.group_judge import default_spec, missing_credentials
+from rankgym.judges.spec import default_spec, missing_credentials
 from rankgym.store import Store
 
 

@@ -1,0 +1,252 @@
+"""Agreement statistics between two score vectors, and their aggregation over groups.
+
+Pure numpy: no store, no pydantic. A *unit* is one comparison of two score vectors over the
+same trajectories of one group (higher = better on both sides). Metrics per unit, all
+tie-aware:
+
+- ``kendall_tau_b`` and ``spearman`` (equal to ``scipy.stats.kendalltau`` / ``spearmanr``);
+- ``top1``: Jaccard overlap of the two top sets (all items tied at the maximum): 1 when both
+  sides put the same item(s) first, 0 when their firsts are disjoint;
+- ``pairwise_accuracy``: share of item pairs where both sides agree on the three-way outcome
+  (better, worse, tie).
+
+:func:`aggregate` gives **macro** (mean over groups of the mean over that group's units;
+undefined metrics left out) and **micro** (pooled over all pairs) values with 95% cluster
+bootstrap CIs over groups (percentile method as in ``scipy.stats.bootstrap``).
+
+What this does not do: correct for chance agreement, weight groups by size in the macro
+average, or give a CI with fewer than two groups (``None``). Scores within 1e-9 tie.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+METRICS = ("kendall_tau_b", "spearman", "top1", "pairwise_accuracy")
+_DECIMALS = 9
+
+
+def _arr(x: Sequence[float]) -> np.ndarray:
+    return np.round(np.asarray(x, dtype=float), _DECIMALS)
+
+
+_TRIU: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+
+def _signs(x: np.ndarray) -> np.ndarray:
+    n = len(x)
+    if n not in _TRIU:
+        _TRIU[n] = np.triu_indices(n, k=1)
+    i, j = _TRIU[n]
+    return np.sign(x[i] - x[j])
+
+
+def _centred_ranks(x: np.ndarray) -> np.ndarray:
+    """Average ranks (ties share the mean rank, as ``scipy.stats.rankdata``), minus the mean
+    rank, divided by n."""
+    n = len(x)
+    less = (x[None, :] < x[:, None]).sum(axis=1)
+    equal = (x[None, :] == x[:, None]).sum(axis=1)
+    return (less + (equal + 1) / 2.0 - (n + 1) / 2.0) / n
+
+
+@dataclass
+class UnitStats:
+    """Sufficient statistics of one unit (what the micro averages pool)."""
+
+    n: int
+    concordant: int
+    discordant: int
+    pairs: int
+    tied_a: int
+    tied_b: int
+    agree: int
+    top_inter: int
+    top_union: int
+    sxy: float
+    sxx: float
+    syy: float
+
+    @property
+    def kendall_tau_b(self) -> float:
+        den = math.sqrt((self.pairs - self.tied_a) * (self.pairs - self.tied_b))
+        return (self.concordant - self.discordant) / den if den > 0 else math.nan
+
+    @property
+    def spearman(self) -> float:
+        den = math.sqrt(self.sxx * self.syy)
+        return self.sxy / den if den > 0 else math.nan
+
+    @property
+    def top1(self) -> float:
+        return self.top_inter / self.top_union if self.top_union else math.nan
+
+    @property
+    def pairwise_accuracy(self) -> float:
+        return self.agree / self.pairs if self.pairs else math.nan
+
+
+def unit_stats(a: Sequence[float], b: Sequence[float]) -> UnitStats:
+    """Statistics of two aligned score vectors (higher = better on both)."""
+    x, y = _arr(a), _arr(b)
+    if x.shape != y.shape or x.ndim != 1:
+        raise ValueError("a and b must be 1-d sequences of the same length")
+    n = len(x)
+    if n == 0:
+        return UnitStats(0, 0, 0, 0, 0, 0, 0, 0, 0, 0.0, 0.0, 0.0)
+    sa, sb = _signs(x), _signs(y)
+    prod = sa * sb
+    rx, ry = _centred_ranks(x), _centred_ranks(y)
+    top_a, top_b = x == x.max(), y == y.max()
+    return UnitStats(
+        n=n,
+        concordant=int((prod > 0).sum()),
+        discordant=int((prod < 0).sum()),
+        pairs=len(sa),
+        tied_a=int((sa == 0).sum()),
+        tied_b=int((sb == 0).sum()),
+        agree=int((sa == sb).sum()),
+        top_inter=int((top_a & top_b).sum()),
+        top_union=int((top_a | top_b).sum()),
+        sxy=float(rx @ ry),
+        sxx=float(rx @ rx),
+        syy=float(ry @ ry),
+    )
+
+
+def kendall_tau_b(a: Sequence[float], b: Sequence[float]) -> float:
+    """Kendall's tau-b (ties in either side handled as in scipy); nan if a side is constant."""
+    return unit_stats(a, b).kendall_tau_b
+
+
+def spearman(a: Sequence[float], b: Sequence[float]) -> float:
+    """Spearman's rho (Pearson of average ranks); nan if a side is constant."""
+    return unit_stats(a, b).spearman
+
+
+def top1_agreement(a: Sequence[float], b: Sequence[float]) -> float:
+    """Jaccard overlap of the two top sets (ties at the maximum included)."""
+    return unit_stats(a, b).top1
+
+
+def pairwise_accuracy(a: Sequence[float], b: Sequence[float]) -> float:
+    """Share of pairs with the same three-way outcome (better / worse / tie) on both sides."""
+    return unit_stats(a, b).pairwise_accuracy
+
+
+# --------------------------------------------------------------------------- aggregation
+
+
+def _micro(s: dict[str, np.ndarray], metric: str) -> np.ndarray:
+    """Micro value from summed statistics (arrays broadcast over bootstrap resamples)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if metric == "kendall_tau_b":
+            den = np.sqrt((s["pairs"] - s["tied_a"]) * (s["pairs"] - s["tied_b"]))
+            return np.where(den > 0, (s["concordant"] - s["discordant"]) / den, np.nan)
+        if metric == "spearman":
+            den = np.sqrt(s["sxx"] * s["syy"])
+            return np.where(den > 0, s["sxy"] / den, np.nan)
+        if metric == "top1":
+            return np.where(s["top_union"] > 0, s["top_inter"] / s["top_union"], np.nan)
+        return np.where(s["pairs"] > 0, s["agree"] / s["pairs"], np.nan)
+
+
+_FIELDS = ("concordant", "discordant", "pairs", "tied_a", "tied_b", "agree", "top_inter",
+           "top_union", "sxy", "sxx", "syy")  # fmt: skip
+
+
+def _finite_mean(values: list[float]) -> float:
+    if len(values) == 1:
+        return values[0]
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    return float(v.mean()) if len(v) else math.nan
+
+
+def none_if_nan(x: float | None) -> float | None:
+    """``x`` as a float, or None when it is None, NaN or infinite (JSON has no NaN)."""
+    return None if x is None or not math.isfinite(x) else float(x)
+
+
+def _resample_counts(rng: np.random.Generator, b: int, g: int) -> np.ndarray:
+    """``b`` cluster-bootstrap resamples as counts: row r says how often each group was drawn."""
+    idx = rng.integers(0, g, size=(b, g)) + (np.arange(b) * g)[:, None]
+    return np.bincount(idx.ravel(), minlength=b * g).reshape(b, g).astype(float)
+
+
+def aggregate(
+    units: list[tuple[str, Sequence[float], Sequence[float]]],
+    n_resamples: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Micro and macro values of every metric with cluster-bootstrap CIs over groups.
+
+    ``units`` are ``(group_id, a, b)``; units with fewer than two items are skipped. Returns
+    ``{"n_groups", "n_units", "metrics": {metric: {"micro", "micro_ci", "macro",
+    "macro_ci"}}}`` with ``None`` for undefined values and for CIs with < 2 groups.
+
+    The bootstrap is the percentile method of ``scipy.stats.bootstrap`` over resampled groups,
+    written out so that every metric, micro and macro, is computed from the same resamples in
+    one matrix product (resample counts x per-group sums): scipy's version re-gathered the
+    per-group sums for each of the eight statistics and took seconds on 10k groups.
+    """
+    by_group: dict[str, list[UnitStats]] = defaultdict(list)
+    for gid, a, b in units:
+        if len(a) >= 2:
+            by_group[gid].append(unit_stats(a, b))
+    groups = list(by_group)
+    G = len(groups)
+    out: dict[str, Any] = {"n_groups": G, "n_units": sum(len(v) for v in by_group.values())}
+    empty = {"micro": None, "micro_ci": None, "macro": None, "macro_ci": None}
+    if G == 0:
+        out["metrics"] = {m: dict(empty) for m in METRICS}
+        return out
+    sums = np.array([[sum(getattr(u, f) for u in by_group[g]) for f in _FIELDS] for g in groups])
+    values = np.array(
+        [[_finite_mean([getattr(u, m) for u in by_group[g]]) for m in METRICS] for g in groups]
+    )
+    valid = np.isfinite(values)
+    table = np.hstack([sums, np.where(valid, values, 0.0), valid.astype(float)])
+    nf, nm = len(_FIELDS), len(METRICS)
+
+    def evaluate(weights: np.ndarray) -> dict[str, np.ndarray]:
+        tot = weights @ table
+        summed = {f: tot[:, i] for i, f in enumerate(_FIELDS)}
+        res = {}
+        with np.errstate(invalid="ignore", divide="ignore"):
+            for k, m in enumerate(METRICS):
+                res[f"{m}.micro"] = _micro(summed, m)
+                n_valid = tot[:, nf + nm + k]
+                res[f"{m}.macro"] = np.where(n_valid > 0, tot[:, nf + k] / n_valid, np.nan)
+        return res
+
+    point = evaluate(np.ones((1, G)))
+    draws: dict[str, list[np.ndarray]] = defaultdict(list)
+    if G >= 2 and n_resamples > 0:
+        rng = np.random.default_rng(seed)
+        for start in range(0, n_resamples, 256):
+            for key, v in evaluate(_resample_counts(rng, min(256, n_resamples - start), G)).items():
+                draws[key].append(v)
+    alpha = (1.0 - confidence) / 2
+    metrics: dict[str, Any] = {}
+    for m in METRICS:
+        entry = dict(empty)
+        for kind in ("micro", "macro"):
+            value = none_if_nan(float(point[f"{m}.{kind}"][0]))
+            entry[kind] = value
+            if value is not None and draws:
+                d = np.concatenate(draws[f"{m}.{kind}"])
+                d = d[np.isfinite(d)]
+                if len(d):
+                    lo, hi = np.quantile(d, [alpha, 1.0 - alpha])
+                    entry[f"{kind}_ci"] = [float(lo), float(hi)]
+        metrics[m] = entry
+    out["metrics"] = metrics
+    return out

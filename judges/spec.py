@@ -1,0 +1,113 @@
+"""The judge specification: building a :class:`JudgeSpec`, its credentials, its context budget.
+
+A spec (model string, rubric, parameters) is identified by its content hash; every score in
+the store names the spec that produced it. :func:`default_spec` is the one place a spec is
+built from options (the CLI and the trainer both call it).
+
+What it does not do: call the provider. :func:`missing_credentials` asks LiteLLM which
+environment variables a provider needs; a wrong key is only caught by the first call.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rankgym.types import JudgeSpec
+
+from .prompt import PROMPT_FORMAT, default_rubric
+
+__all__ = [
+    "LOCAL_PREFIX",
+    "RANKGYM_EXTRA",
+    "check_credentials",
+    "context_budget",
+    "default_spec",
+    "ensure_provider",
+    "missing_credentials",
+]
+
+LOCAL_PREFIX = "local/"
+RANKGYM_EXTRA = {"prompt_format"}
+"""Keys of ``JudgeSpec.extra`` that rankgym reads itself; all others go to LiteLLM."""
+
+
+def default_spec(
+    model: str = "local/smollm2", rubric: str | None = None, **params: Any
+) -> JudgeSpec:
+    """A :class:`JudgeSpec` for ``model`` with the default rubric (or ``rubric`` text).
+
+    ``params`` override JudgeSpec fields (``temperature``, ``seed``, ``max_tokens``,
+    ``context_window``, ``extra``). For ``local/...`` the context window is the embedded
+    model's 8192 tokens. Permutations are not part of the spec: they are a run setting, and
+    each presentation is stored (and cached) separately.
+    """
+    extra = {"prompt_format": PROMPT_FORMAT, **params.pop("extra", {})}
+    if "api_key" in extra:
+        raise ValueError(
+            "do not put api_key in a judge spec (it is stored in the database); set the "
+            "provider's environment variable (e.g. OPENAI_API_KEY) instead"
+        )
+    fields: dict[str, Any] = {"model": model, "rubric": rubric or default_rubric(), "extra": extra}
+    if model.startswith(LOCAL_PREFIX):
+        fields.update(context_window=8192, max_tokens=512)
+    fields.update(params)
+    return JudgeSpec(**fields)
+
+
+def missing_credentials(spec: JudgeSpec) -> list[str]:
+    """Environment variables the judge's provider needs and that are not set (``[]`` if none).
+
+    Asks LiteLLM's ``validate_environment``; a ``*_API_BASE`` variable counts as set when the
+    spec carries ``api_base``. Does not call the provider, so a wrong key is not caught here.
+    """
+    import litellm
+
+    if spec.model.startswith(LOCAL_PREFIX):
+        return []
+    try:
+        found = litellm.validate_environment(spec.model)
+    except Exception:  # an unknown provider: the first call reports it
+        return []
+    missing = list(found.get("missing_keys") or [])
+    if spec.extra.get("api_base"):
+        missing = [k for k in missing if not k.endswith("_API_BASE")]
+    return missing
+
+
+def check_credentials(spec: JudgeSpec) -> None:
+    """Raise ``ValueError`` naming the missing environment variables for ``spec.model``."""
+    missing = missing_credentials(spec)
+    if missing:
+        raise ValueError(
+            f"judge {spec.model!r} needs {', '.join(missing)} in the environment (not set); "
+            "export it, or use the embedded judge 'local/smollm2' for a run without a provider"
+        )
+
+
+def ensure_provider(model: str) -> None:
+    """Register the embedded ``local/`` provider with LiteLLM when ``model`` needs it.
+
+    Registering loads nothing: the local model is loaded on its first call.
+    """
+    if model.startswith(LOCAL_PREFIX):
+        from .local_provider import register
+
+        register()
+
+
+def context_budget(spec: JudgeSpec) -> int | None:
+    """Input tokens a request may use: context window minus ``max_tokens`` (None = unknown)."""
+    window = spec.context_window
+    if window is None:
+        try:
+            import litellm
+
+            info = litellm.get_model_info(spec.model)
+            window = info.get("max_input_tokens") or info.get("max_tokens")
+        except Exception:  # LiteLLM does not know the model: no budget, the provider decides
+            window = None
+    if not window:
+        return None
+    if spec.context_window is not None:  # a total window: keep room for the answer
+        return max(1, int(window) - spec.max_tokens)
+    return int(window)
