@@ -36,8 +36,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from rankgym.envs.email.generator import Email, Inbox, Person, Question
 from rankgym.envs.email.reward import AnswerPart, contains_value, normalize_text
+from rankgym.envs.email.types import Email, Inbox, Person, Question
 
 log = logging.getLogger(__name__)
 

@@ -37,7 +37,6 @@ from typing import Any
 
 from rankgym.envs.base import Env, EpisodeState, Task
 from rankgym.envs.email import agentdojo_source
-from rankgym.envs.email.generator import Question
 from rankgym.envs.email.inbox import InboxDB, cache_root, ensure_synthetic
 from rankgym.envs.email.reward import (
     AnswerPart,
@@ -45,6 +44,7 @@ from rankgym.envs.email.reward import (
     RewardBreakdown,
     score_episode,
 )
+from rankgym.envs.email.types import Question
 from rankgym.envs.toolcalls import protocol_prompt
 from rankgym.envs.tools import tool
 

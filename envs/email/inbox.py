@@ -2,10 +2,10 @@
 
 One file per inbox holds ``emails`` (+ the external-content FTS5 table ``emails_fts`` over
 subject, body and sender, porter-stemmed), ``questions`` and ``meta``. Files are cached under
-``$RANKGYM_CACHE/email/v<GENERATOR_VERSION>-<hash of the generator source>/...`` (default
-``~/.cache/rankgym``), so a new generator version (or any edit to its templates) is rebuilt
-automatically; each file is written to a temp name and renamed
-into place atomically, so concurrent builders never see a half-written inbox. The same seed
+``$RANKGYM_CACHE/email/v<GENERATOR_VERSION>-<hash of the package source>/...`` (default
+``~/.cache/rankgym``), so a new generator version (or any edit to any module of
+``rankgym.envs.email``) is rebuilt automatically; each file is written to a temp name and
+renamed into place atomically, so concurrent builders never see a half-written inbox. The same seed
 gives a byte-identical file on the same SQLite version (inserts happen in a fixed order and
 nothing time-dependent is stored).
 
@@ -35,17 +35,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from rankgym.envs.email import generator as _generator
-from rankgym.envs.email import vocab as _vocab
-from rankgym.envs.email.generator import (
-    GENERATOR_VERSION,
-    Email,
-    Inbox,
-    Person,
-    Question,
-    generate_inbox,
-    inbox_splits,
-)
+from rankgym.envs.email.generator import generate_inbox, inbox_splits
+from rankgym.envs.email.types import GENERATOR_VERSION, Email, Inbox, Person, Question
 
 MAX_RESULTS = 10
 SNIPPET_TOKENS = 16
@@ -80,10 +71,14 @@ CREATE TABLE questions (
 
 
 def _fingerprint() -> str:
-    """Hash of the generator's source: any edit to the templates invalidates cached inboxes."""
+    """Hash of every module of ``rankgym.envs.email``: any edit invalidates cached inboxes.
+
+    The whole package, not a list of generator modules, so a new or split module cannot be
+    missed; editing the env or reward also rebuilds the cache (cheap, and never stale).
+    """
     h = hashlib.sha256()
-    for mod in (_generator, _vocab):
-        h.update(Path(mod.__file__).read_bytes())
+    for path in sorted(Path(__file__).parent.glob("*.py")):
+        h.update(path.name.encode() + b"\0" + path.read_bytes())
     return h.hexdigest()[:10]
 
 
