@@ -12,13 +12,18 @@ state)``, also in ``info["verifiable_reward"]``.
 ``assistant_message`` (the message as executed, text-protocol calls attached as ``tool_calls``
 with ids ``call_0``...); ``verifiable_reward`` (None before the last step, and when the env has
 no verifier); ``hack_signals`` (all names raised so far in the episode); ``final_answer`` (last
-step only). An empty reply with no tool call is a final answer too (an empty one).
+step only); ``env_error`` (only when the env's own code raised during the turn, e.g. in
+``verify``: the text of the exception). An empty reply with no tool call is a final answer too
+(an empty one).
 
 Tool calls are taken from native ``tool_calls`` when the message has any, otherwise from the
 text protocol (``rankgym.envs.toolcalls``). Unreadable ``<tool_call>`` markup gets a user
 message saying what went wrong and the episode goes on. Tools are run strictly: only the tools
 of this episode, with arguments validated against their signature; every failure is a message
-to the agent, never an exception out of ``step``.
+to the agent, never an exception out of ``step``: a turn that raises anywhere (a parser, a
+tool's validator, the env's own code) is undone and replaced by the assistant's text plus a
+user message naming the error; an exception in ``verify`` or ``hack_signals_for`` leaves the
+reward None. At most ``MAX_CALLS_PER_TURN`` calls run per turn.
 
 A new env subclasses ``Env`` and provides ``tasks(split)`` and usually ``tools`` and
 ``verify``; see docs/envs.md. What this class does not do: it keeps no token ids or logprobs
@@ -29,6 +34,7 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -40,7 +46,12 @@ from rankgym.envs.spaces import AssistantActionSpace, MessagesSpace, is_assistan
 from rankgym.envs.toolcalls import parse_text, protocol_prompt
 from rankgym.envs.tools import Tool, ToolBox, ToolResult
 
-__all__ = ["Env", "Task", "EpisodeState"]
+__all__ = ["Env", "Task", "EpisodeState", "MAX_CALLS_PER_TURN"]
+
+log = logging.getLogger(__name__)
+
+MAX_CALLS_PER_TURN = 32
+"""Tool calls run per assistant turn; the rest get an "Error: not run" result."""
 
 
 class Task(BaseModel):
@@ -208,15 +219,30 @@ class Env(gymnasium.Env[list[dict[str, Any]], dict[str, Any] | str]):
     def step(
         self, action: dict[str, Any] | str
     ) -> tuple[list[dict[str, Any]], float, bool, bool, dict[str, Any]]:
-        """Play one assistant turn; see the module docstring for what ends the episode."""
+        """Play one assistant turn; see the module docstring for what ends the episode.
+
+        Raises only for a caller's mistake (no episode, the episode is over, or ``action`` is
+        not an assistant message at all). Anything the agent wrote, and any exception in the
+        env's own code during the turn, comes back as a message: see ``_failed_turn``.
+        """
         st = self.state
         if st.done:
             raise RuntimeError("the episode is over; call reset() to start a new one")
         if not is_assistant_action(action):
             raise TypeError(
                 "step() takes a string or an assistant message dict "
-                f"({{'role': 'assistant', 'content': ..., 'tool_calls': [...]}}), got {action!r:.200}"
+                f"({{'role': 'assistant', 'content': ..., 'tool_calls': [...]}}), got "
+                f"{type(action).__name__}"
             )
+        mark = (st.turn, len(st.messages), len(st.tool_results))
+        try:
+            return self._play(st, action)
+        except Exception as e:  # env code or hostile content: the agent is told, step returns
+            return self._failed_turn(st, mark, _text_of(action), e)
+
+    def _play(
+        self, st: EpisodeState, action: dict[str, Any] | str
+    ) -> tuple[list[dict[str, Any]], float, bool, bool, dict[str, Any]]:
         msg = _normalise(action)
         st.turn += 1
         parse_errors: list[str] = []
@@ -234,10 +260,13 @@ class Env(gymnasium.Env[list[dict[str, Any]], dict[str, Any] | str]):
         new: list[dict[str, Any]] = []
         results: list[ToolResult] = []
         terminated = False
-        for tc in calls:
+        for i, tc in enumerate(calls):
             name = tc["function"].get("name", "")
             if terminated:
                 result = ToolResult("Error: not run, the episode already ended.", False, name)
+            elif i >= MAX_CALLS_PER_TURN:
+                text = f"Error: not run, at most {MAX_CALLS_PER_TURN} tool calls per turn."
+                result = ToolResult(text, False, name)
             else:
                 result = st.tools.call(tc)
             results.append(result)
@@ -269,16 +298,66 @@ class Env(gymnasium.Env[list[dict[str, Any]], dict[str, Any] | str]):
         if terminated or truncated:
             st.done = True
             answer = st.answer if terminated else None
-            vr = self.verify(st.task, answer, st)
-            vr = None if vr is None else float(vr)
-            for name in self.hack_signals_for(st.task, st):
-                if name not in st.hack_signals:
-                    st.hack_signals.append(name)
-            info["verifiable_reward"] = vr
-            info["hack_signals"] = list(st.hack_signals)
+            vr = self._finish(st, answer, info)
             info["final_answer"] = copy.deepcopy(answer)
             reward = 0.0 if vr is None else vr
         return new, reward, terminated, truncated, info
+
+    def _finish(self, st: EpisodeState, answer: Any, info: dict[str, Any]) -> float | None:
+        """Verify and collect hack signals; an exception in either is ``info["env_error"]``."""
+        vr: float | None = None
+        try:
+            raw = self.verify(st.task, answer, st)
+            vr = None if raw is None else float(raw)
+            for name in self.hack_signals_for(st.task, st):
+                if name not in st.hack_signals:
+                    st.hack_signals.append(name)
+        except Exception as e:
+            log.warning("%s: verifying task %s raised %s", self._name(), st.task.id, _brief(e))
+            info["env_error"] = f"verify failed: {_brief(e)}"
+            vr = None
+        info["verifiable_reward"] = vr
+        info["hack_signals"] = list(st.hack_signals)
+        return vr
+
+    def _failed_turn(
+        self, st: EpisodeState, mark: tuple[int, int, int], text: str, error: Exception
+    ) -> tuple[list[dict[str, Any]], float, bool, bool, dict[str, Any]]:
+        """The turn could not be played: tell the agent, count the turn, keep the episode sane.
+
+        Whatever the failed turn had added is dropped; the assistant message is recorded as
+        its plain text (without calls that could not be run), so the conversation stays
+        well-formed. The error is in ``info["env_error"]``.
+        """
+        log.warning("%s: a turn of task %s raised %s", self._name(), st.task.id, _brief(error))
+        turn, n_messages, n_results = mark
+        st.turn = turn + 1
+        del st.messages[n_messages:]
+        del st.tool_results[n_results:]
+        st.messages.append({"role": "assistant", "content": text})
+        note = {
+            "role": "user",
+            "content": f"Error: this turn could not be processed ({_brief(error)}). "
+            "Try again in a simpler form, or reply without a tool call to give your answer.",
+        }
+        st.messages.append(note)
+        st.parse_errors += 1
+        truncated = st.turn >= self.max_turns
+        info: dict[str, Any] = {
+            "turn": st.turn,
+            "tool_calls": 0,
+            "tool_errors": 0,
+            "parse_errors": [note["content"]],
+            "assistant_message": copy.deepcopy(st.messages[-2]),
+            "verifiable_reward": None,
+            "hack_signals": list(st.hack_signals),
+            "env_error": _brief(error),
+        }
+        if truncated:
+            st.done = True
+            info["final_answer"] = None
+            self._finish(st, None, info)
+        return [note], 0.0, False, truncated, info
 
     # ---- helpers --------------------------------------------------------------------------
 
@@ -321,8 +400,8 @@ def _normalise(action: Any) -> dict[str, Any]:
         elif not isinstance(args, str):
             try:
                 args = json.dumps(args, ensure_ascii=False)
-            except (TypeError, ValueError):
-                args = str(args)
+            except (TypeError, ValueError, RecursionError):  # the tool reports it to the agent
+                args = '"arguments that cannot be encoded as JSON"'
         calls.append(
             {
                 "id": tc.get("id"),
@@ -333,6 +412,27 @@ def _normalise(action: Any) -> dict[str, Any]:
     if calls:
         msg["tool_calls"] = calls
     return msg
+
+
+def _text_of(action: Any) -> str:
+    """The text of an assistant action (a string, a dict or a ``Message``), never raising."""
+    content = action if isinstance(action, str) else None
+    if content is None:
+        try:
+            content = action.get("content") if isinstance(action, dict) else action.content
+        except Exception:
+            content = None
+    return content if isinstance(content, str) else ""
+
+
+def _brief(error: BaseException) -> str:
+    """``TypeName: message`` cut to 200 characters (for logs and the agent)."""
+    try:
+        text = str(error)
+    except Exception:
+        text = ""
+    text = f"{type(error).__name__}: {text}" if text else type(error).__name__
+    return text if len(text) <= 200 else text[:200] + "..."
 
 
 def _nudge(errors: list[str]) -> str:

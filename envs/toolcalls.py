@@ -24,6 +24,12 @@ answer is not mistaken for a call; positional arguments are not accepted.
 
 Call ids are deterministic (``call_0``, ``call_1``, ...) so that the env and a rollout driver
 that both parse the same text agree on the ids.
+
+Hostile text is bounded: every function here runs in time linear in the length of the text,
+and none raises on any string. Python-literal parsing (``ast``) only sees blocks of at most
+``AST_MAX_CHARS`` characters nested at most ``AST_MAX_DEPTH`` brackets deep (CPython's parser
+overflows its stack on deeper input: ``f(x=`` + 3,000 ``-`` + ``1)`` raised RecursionError,
+100,000 of them MemoryError); anything beyond is read as JSON only, or reported as unreadable.
 """
 
 from __future__ import annotations
@@ -47,6 +53,10 @@ _OPEN = "<tool_call>"
 _CLOSE = "</tool_call>"
 _TAG_RE = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.DOTALL | re.IGNORECASE)
 _FENCE_RE = re.compile(r"```[ \t]*[A-Za-z0-9_+-]*[ \t]*\n?(.*?)(?:```|$)", re.DOTALL)
+AST_MAX_CHARS = 20_000
+"""Longest block handed to ``ast`` (Python-literal and keyword-call forms); JSON has no cap."""
+AST_MAX_DEPTH = 40
+"""Deepest bracket nesting handed to ``ast``; real tool arguments are a few levels deep."""
 _NAME_KEYS = ("name", "tool", "tool_name", "function")
 _ARG_KEYS = ("arguments", "parameters", "args", "input", "kwargs")
 
@@ -102,19 +112,23 @@ def parse_text(text: str) -> ParsedText:
             if found:
                 raw.extend(found)
                 spans.append((start, end))
-        content = text
-        for start, end in reversed(spans):
-            content = content[:start] + content[end:]
+        content = _cut(text, spans)
         content = _FENCE_RE.sub(lambda m: m.group(0) if m.group(1).strip() else "", content)
         content = content.strip() if spans else text
-    calls = [
-        {
-            "id": f"call_{i}",
-            "type": "function",
-            "function": {"name": name, "arguments": json.dumps(args, ensure_ascii=False)},
-        }
-        for i, (name, args) in enumerate((c["name"], c["arguments"]) for c in raw)
-    ]
+    calls = []
+    for c in raw:
+        try:
+            encoded = json.dumps(c["arguments"], ensure_ascii=False)
+        except (ValueError, TypeError, RecursionError):
+            errors.append(f"the arguments of {c['name'][:80]!r} are nested too deeply")
+            continue
+        calls.append(
+            {
+                "id": f"call_{len(calls)}",
+                "type": "function",
+                "function": {"name": c["name"], "arguments": encoded},
+            }
+        )
     return ParsedText(content=content, tool_calls=calls, errors=errors)
 
 
@@ -169,7 +183,9 @@ def _calls_from_block(body: str, allow_python_call: bool) -> list[dict[str, Any]
             if obj is not None:
                 break
     if obj is not None:
-        return _calls_from_obj(obj, require_args=False)
+        found = _calls_from_obj(obj, require_args=False)
+        if found:
+            return found
     if allow_python_call:
         call = _python_call(body)
         if call:
@@ -177,16 +193,22 @@ def _calls_from_block(body: str, allow_python_call: bool) -> list[dict[str, Any]
     return []
 
 
-def _calls_from_obj(obj: Any, require_args: bool) -> list[dict[str, Any]]:
+def _calls_from_obj(obj: Any, require_args: bool, depth: int = 0) -> list[dict[str, Any]]:
+    """Calls in a decoded object: a call, a list of calls, or the OpenAI ``function`` shape.
+
+    Lists and ``function`` wrappers are followed 4 levels deep at most (deeper is no call).
+    """
+    if depth > 4:
+        return []
     if isinstance(obj, list):
         out: list[dict[str, Any]] = []
         for item in obj:
-            out.extend(_calls_from_obj(item, require_args))
+            out.extend(_calls_from_obj(item, require_args, depth + 1))
         return out
     if not isinstance(obj, dict):
         return []
     if "function" in obj and isinstance(obj["function"], dict):  # OpenAI shape
-        return _calls_from_obj(obj["function"], require_args)
+        return _calls_from_obj(obj["function"], require_args, depth + 1)
     name = next((obj[k] for k in _NAME_KEYS if isinstance(obj.get(k), str)), None)
     if not name or not name.strip():
         return []
@@ -207,11 +229,63 @@ def _calls_from_obj(obj: Any, require_args: bool) -> list[dict[str, Any]]:
     return [{"name": name.strip(), "arguments": args}]
 
 
+def _cut(text: str, spans: list[tuple[int, int]]) -> str:
+    """``text`` without the given sorted, disjoint ``(start, end)`` spans (one pass)."""
+    pieces, pos = [], 0
+    for start, end in spans:
+        pieces.append(text[pos:start])
+        pos = end
+    pieces.append(text[pos:])
+    return "".join(pieces)
+
+
+def _ast_safe(text: str) -> bool:
+    """True when ``text`` is small and shallow enough for ``ast`` not to blow CPython's stack.
+
+    Counts bracket depth and runs of unary operators (``- - - 1`` nests like brackets); both
+    in one linear pass. Quotes are not tracked, so brackets inside strings count too: that
+    only makes the check stricter.
+    """
+    if len(text) > AST_MAX_CHARS:
+        return False
+    depth = unary = 0
+    for ch in text:
+        if ch in "([{":
+            depth += 1
+            if depth > AST_MAX_DEPTH:
+                return False
+        elif ch in ")]}":
+            depth = max(0, depth - 1)
+        if ch in "-+~":
+            unary += 1
+            if unary > AST_MAX_DEPTH:
+                return False
+        elif not ch.isspace():
+            unary = 0
+    return True
+
+
+def _literal_eval(text: str) -> Any:
+    """``ast.literal_eval`` that returns ``_FAIL`` instead of raising (see ``_ast_safe``)."""
+    if not _ast_safe(text):
+        return _FAIL
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return _FAIL
+
+
+_FAIL = object()
+
+
 def _python_call(body: str) -> dict[str, Any] | None:
     """``name(key=literal, ...)`` -> call dict; anything else (positional args, code) -> None."""
+    body = body.strip()
+    if not _ast_safe(body):
+        return None
     try:
-        node = ast.parse(body.strip(), mode="eval").body
-    except (SyntaxError, ValueError):
+        node = ast.parse(body, mode="eval").body
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
         return None
     if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name) or node.args:
         return None
@@ -221,7 +295,7 @@ def _python_call(body: str) -> dict[str, Any] | None:
             return None
         try:
             args[kw.arg] = ast.literal_eval(kw.value)
-        except (ValueError, SyntaxError, TypeError):
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
             return None
     return {"name": node.func.id, "arguments": args}
 
@@ -237,10 +311,7 @@ def loads_lenient(text: str) -> Any:
         pass
     fixed = _fix_jsonish(text)
     for candidate in (text, fixed):
-        try:
-            value = ast.literal_eval(candidate)
-        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-            continue
+        value = _literal_eval(candidate)
         if isinstance(value, dict | list):
             return value
     try:

@@ -182,16 +182,21 @@ class Tool:
             args = self.validate(arguments)
         except ValueError as e:
             return ToolResult(f"Error: invalid arguments for {self.name}: {e}", False, self.name)
+        except RecursionError:
+            msg = f"Error: invalid arguments for {self.name}: nested too deeply"
+            return ToolResult(msg, False, self.name)
+        except Exception as e:  # a validator that raised something else: still the agent's input
+            msg = f"Error: invalid arguments for {self.name}: {type(e).__name__}"
+            return ToolResult(msg, False, self.name)
         try:
             value = self.fn(**args)
+            text = self._render(value)
         except Exception as e:  # the agent sees the error; the episode goes on
-            msg = str(e) or type(e).__name__
+            msg = _safe_str(e) or type(e).__name__
             return ToolResult(
                 f"Error: {self.name} failed: {type(e).__name__}: {msg}", False, self.name, args
             )
-        return ToolResult(
-            self._render(value), True, self.name, args, value=value, terminal=self.terminal
-        )
+        return ToolResult(text, True, self.name, args, value=value, terminal=self.terminal)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)
@@ -204,12 +209,20 @@ class Tool:
         else:
             try:
                 text = json.dumps(value, ensure_ascii=False, default=str)
-            except (TypeError, ValueError):
-                text = str(value)
+            except Exception:  # not JSON-able, a hostile __str__, or nested too deep
+                text = _safe_str(value) or f"<a {type(value).__name__} that cannot be shown>"
         if len(text) > self.max_output_chars:
             cut = len(text) - self.max_output_chars
             text = text[: self.max_output_chars] + f"\n[... {cut} more characters cut]"
         return text
+
+
+def _safe_str(obj: Any) -> str:
+    """``str(obj)``, or ``""`` when that raises (deep nesting, a hostile ``__str__``)."""
+    try:
+        return str(obj)
+    except Exception:
+        return ""
 
 
 def as_tool(obj: Callable[..., Any] | Tool) -> Tool:

@@ -39,6 +39,9 @@ from rankgym.envs.email.generator import generate_inbox, inbox_splits
 from rankgym.envs.email.types import GENERATOR_VERSION, Email, Inbox, Person, Question
 
 MAX_RESULTS = 10
+MAX_KEYWORDS = 12
+"""Distinct search words used; later ones are ignored."""
+_WORD_RE = re.compile(r"\w+")
 SNIPPET_TOKENS = 16
 
 _SCHEMA = """
@@ -217,14 +220,7 @@ class InboxDB:
 
         Raises ``ValueError`` with a message meant for the agent on bad input.
         """
-        if isinstance(keywords, str):
-            keywords = [keywords]
-        words: list[str] = []
-        for k in keywords or []:
-            for w in re.findall(r"\w+", str(k).lower()):
-                if w not in words:
-                    words.append(w)
-        words = words[:12]
+        words = _search_words(keywords)
         where, params = [], []
         if sender:
             where.append("e.sender LIKE ?")
@@ -296,6 +292,23 @@ class InboxDB:
                 d[k] = tuple(d[k])
             out.append(Question(**d))
         return out
+
+
+def _search_words(keywords: Any) -> list[str]:
+    """The first ``MAX_KEYWORDS`` distinct lower-case words of the keywords, in order.
+
+    Linear in the length of the input (a dict keeps the order; the scan stops once enough
+    words are found), so a 100,000-word query costs no more than reading it.
+    """
+    if isinstance(keywords, str) or not isinstance(keywords, list | tuple):
+        keywords = [keywords] if keywords else []
+    words: dict[str, None] = {}
+    for k in keywords:
+        for m in _WORD_RE.finditer(str(k).lower()):
+            words.setdefault(m.group(), None)
+            if len(words) == MAX_KEYWORDS:
+                return list(words)
+    return list(words)
 
 
 def _row_email(r: sqlite3.Row) -> Email:

@@ -248,3 +248,67 @@ def test_docs_example_env_runs(capsys):
         out[0] == "[{'role': 'tool', 'tool_call_id': 'c1', 'name': 'count_vowels', 'content': '3'}]"
     )
     assert out[1] == "(1.0, True)"
+
+
+# ---- hostile input (issue 16): nothing the agent writes raises out of step -------------------
+
+
+class BrokenVerifierEnv(DoubleEnv):
+    def verify(self, task, answer, state):
+        raise ZeroDivisionError("verifier bug")
+
+
+def test_unparseable_deep_keyword_call_is_a_nudge_not_a_recursion_error():
+    env = DoubleEnv()
+    env.reset(seed=0)
+    text = "<tool_call>double(x=" + "-" * 3000 + "1)</tool_call>"
+    obs, reward, term, trunc, info = env.step(text)
+    assert not term and info["parse_errors"] and obs[0]["role"] == "user"
+    assert "could not be read" in obs[0]["content"]
+
+
+def test_deeply_nested_native_arguments_are_a_tool_error():
+    env = DoubleEnv()
+    env.reset(seed=0)
+    deep: dict = {}
+    for _ in range(5000):
+        deep = {"a": deep}
+    obs, _, term, _, info = env.step(
+        {
+            "content": None,
+            "tool_calls": [{"id": "c", "function": {"name": "double", "arguments": deep}}],
+        }
+    )
+    assert not term and info["tool_errors"] == 1 and obs[0]["content"].startswith("Error:")
+
+
+def test_an_exception_inside_the_env_is_reported_to_the_agent_and_the_turn_is_undone():
+    env = DoubleEnv()
+    env.reset(seed=0)
+    n = len(env.state.messages)
+    env.state.tools = None  # env bug: calling a tool now raises AttributeError
+    obs, reward, term, trunc, info = env.step(call("double", {"x": 2}))
+    assert info["env_error"].startswith("AttributeError")
+    assert [m["role"] for m in env.state.messages[n:]] == ["assistant", "user"]
+    assert obs == [env.state.messages[-1]] and "could not be processed" in obs[0]["content"]
+    assert env.state.turn == 1 and not term and reward == 0.0
+
+
+def test_a_verifier_that_raises_ends_the_episode_with_no_reward_and_the_error_in_info():
+    env = BrokenVerifierEnv()
+    env.reset(seed=0)
+    _, reward, term, _, info = env.step("4")
+    assert term and reward == 0.0 and info["verifiable_reward"] is None
+    assert "ZeroDivisionError: verifier bug" in info["env_error"]
+
+
+def test_only_the_first_calls_of_a_turn_run():
+    from rankgym.envs.base import MAX_CALLS_PER_TURN
+
+    env = DoubleEnv()
+    env.reset(seed=0)
+    text = '<tool_call>{"name": "double", "arguments": {"x": 1}}</tool_call>' * 100
+    obs, _, _, _, info = env.step(text)
+    assert len(obs) == 100 and info["tool_errors"] == 100 - MAX_CALLS_PER_TURN
+    assert all(m["content"] == "2" for m in obs[:MAX_CALLS_PER_TURN])
+    assert "at most" in obs[-1]["content"]

@@ -100,3 +100,55 @@ def test_content_keeps_the_prose_without_the_markup():
     assert parsed.content == "I will add."
     parsed = parse_text('Ok {"name": "add", "arguments": {"a": 1}} done')
     assert parsed.content == "Ok  done"
+
+
+# ---- hostile text (issue 16): never raises, linear time ------------------------------------
+
+HOSTILE = {
+    "unary minus x3000 (RecursionError before)": "<tool_call>calculate(expression="
+    + "-" * 3000
+    + "1)</tool_call>",
+    "unary minus x100k (MemoryError before)": "<tool_call>calculate(expression="
+    + "-" * 100_000
+    + "1)</tool_call>",
+    "list nested 300 deep in a keyword call": "<tool_call>f(x="
+    + "[1," * 300
+    + "]" * 300
+    + ")</tool_call>",
+    "a long + chain": "<tool_call>f(x=1" + "+1" * 100_000 + ")</tool_call>",
+    "lists nested 990 deep": "<tool_call>" + "[" * 990 + "]" * 990 + "</tool_call>",
+    "unclosed braces": "{" * 50_000,
+    "unclosed quotes in an object": "{'" * 50_000,
+    "opening tags only": "<tool_call>" * 20_000,
+    "fences only": "```" * 30_000,
+}
+
+
+@pytest.mark.parametrize("text", HOSTILE.values(), ids=HOSTILE.keys())
+def test_hostile_text_is_reported_as_unreadable_never_raised(text):
+    parsed = parse_text(text)
+    assert parsed.tool_calls == [] and isinstance(parsed.content, str)
+    if "<tool_call>" in text:
+        assert parsed.errors and all(len(e) < 200 for e in parsed.errors)
+
+
+def test_keyword_call_with_negative_numbers_and_nested_lists_still_parses():
+    assert calls("<tool_call>f(x=-1, y=[1, [2, {'a': -3}]])</tool_call>") == [
+        ("f", {"x": -1, "y": [1, [2, {"a": -3}]]})
+    ]
+
+
+def test_arguments_nested_too_deeply_to_encode_are_an_error_not_a_call():
+    deep = '{"name": "f", "arguments": ' + '{"a": ' * 900 + "1" + "}" * 900 + "}"
+    parsed = parse_text(f"<tool_call>{deep}</tool_call>")
+    assert len(parsed.tool_calls) + len(parsed.errors) == 1
+    for c in parsed.tool_calls:  # if json could encode it, it is a well-formed call
+        assert json.loads(c["function"]["arguments"])
+
+
+def test_many_bare_calls_are_all_read_and_removed_from_the_content():
+    text = "start " + '{"name": "a", "arguments": {}} ' * 5000 + "end"
+    parsed = parse_text(text)
+    assert len(parsed.tool_calls) == 5000
+    assert parsed.tool_calls[-1]["id"] == "call_4999"
+    assert parsed.content.split() == ["start", "end"]

@@ -234,3 +234,18 @@ def test_rankgym_rollout_cli_serves_the_agentdojo_split(tmp_path, capsys, env):
     assert main(args) == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert summary["groups"] == n >= 10 and summary["success_rate"] == 1.0
+
+
+def test_a_huge_keyword_list_searches_with_its_first_twelve_distinct_words(env):
+    task = next(t for t in env.tasks("test") if t.scenario == "invoice")
+    db = env.inboxes[task.inbox_id]
+    words = " ".join(task.keywords)
+    expected = db.search_emails(words)
+    # 100,000 repeats of the same words, then 100,000 new ones: the dedup is linear (it was
+    # quadratic: 40,000 words took 12.9 s) and only the first 12 distinct words count.
+    padded = " ".join([words] * 100_000 + [f"zz{i}" for i in range(100_000)])
+    assert len(words.split()) < 12
+    assert db.search_emails(padded)[0]["id"] == expected[0]["id"]
+    env.reset(options={"task_id": task.id})
+    out = env.step(call("search_emails", keywords=padded))[0][0]["content"]
+    assert not out.startswith("Error")
