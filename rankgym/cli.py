@@ -18,11 +18,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from rankgym.errors import RankgymError, UserError
+from rankgym.terminal import printable
+
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-
-class UserError(Exception):
-    """An error caused by the user's input; printed as one clear message, exit code 2."""
+__all__ = ["SUBCOMMANDS", "Command", "UserError", "build_parser", "main"]
 
 
 @dataclass(frozen=True)
@@ -117,19 +118,31 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         summary = cmd.run(args)
-    except UserError as e:
-        print(f"rankgym {args.command}: error: {e}", file=sys.stderr)
+        if args.json and summary is not None:
+            print(json.dumps(summary, indent=None, default=str), flush=True)
+    except RankgymError as e:
+        print(f"rankgym {args.command}: error: {printable(e, one_line=True)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"rankgym {args.command}: interrupted; committed work is kept.", file=sys.stderr)
         return 130
-    if args.json and summary is not None:
-        print(json.dumps(summary, indent=None, default=str))
+    except BrokenPipeError:
+        return _closed_pipe()
     return 0
 
 
-if __name__ == "__main__":
-    # Re-import so `python -m rankgym.cli` shares UserError with the subcommand modules.
-    from rankgym.cli import main as _main
+def _closed_pipe() -> int:
+    """stdout's reader went away (``rankgym ... --json | head``): stop quietly, like SIGPIPE.
 
-    sys.exit(_main())
+    Points stdout at /dev/null so the interpreter's final flush does not raise again.
+    """
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return 141
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
+import sys
 from typing import Any
 
-from rankgym.cli import Command, UserError
+from rankgym.cli import Command
+from rankgym.terminal import printable
 
 
 def _export_args(p: argparse.ArgumentParser) -> None:
@@ -16,19 +17,35 @@ def _export_args(p: argparse.ArgumentParser) -> None:
 
 
 def _export(args: argparse.Namespace) -> dict[str, Any]:
-    from rankgym.store import Store, StoreError
+    from rankgym.store import Store
 
-    if not Path(args.store).is_file():
-        raise UserError(f"store {args.store!r} does not exist")
-    try:
-        with Store(args.store) as store:
-            n = store.export(args.out, args.format)
-    except StoreError as e:
-        raise UserError(str(e)) from None
-    unit = "groups" if args.format == "jsonl" else "trajectories"
+    with Store.for_reading(args.store) as store:
+        result = store.export(args.out, args.format)
+    skipped = [{"group_id": gid, "reason": why} for gid, why in result.skipped]
     if not args.json:
-        print(f"wrote {n} {unit} to {args.out} ({args.format})")
-    return {"out": str(args.out), "format": args.format, "records": n, "unit": unit}
+        print(f"wrote {result.records} {result.unit} to {args.out} ({args.format})")
+        for s in skipped[:20]:
+            print(
+                f"skipped group {printable(s['group_id'], True)}: {printable(s['reason'], True)}",
+                file=sys.stderr,
+            )
+        if len(skipped) > 20:
+            print(f"... and {len(skipped) - 20} more skipped groups", file=sys.stderr)
+        if result.repaired_texts:
+            print(
+                f"{result.repaired_texts} stored texts were not valid UTF-8; exported with "
+                "U+FFFD in place of the bad bytes",
+                file=sys.stderr,
+            )
+    return {
+        "out": str(args.out),
+        "format": args.format,
+        "records": result.records,
+        "unit": result.unit,
+        "skipped_groups": len(skipped),
+        "skipped": skipped[:100],
+        "repaired_texts": result.repaired_texts,
+    }
 
 
 EXPORT = Command("export", "export a store to JSONL or Parquet", _export_args, _export)

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from rankgym.cli import UserError
+from rankgym.errors import UserError
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -41,6 +41,12 @@ def _allowed(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str] | None:
     return None
 
 
+def _short(value: Any, limit: int = 80) -> str:
+    """``repr(value)`` cut to ``limit`` characters (a pasted blob stays a one-line error)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def validate_config(data: dict[str, Any], model: type[M], source: str = "config") -> M:
     """Validate a dict against ``model``; raise :class:`ConfigError` with readable messages."""
     try:
@@ -54,7 +60,7 @@ def validate_config(data: dict[str, Any], model: type[M], source: str = "config"
                 allowed = _allowed(model, (*parent, "__nope__")) or []
                 lines.append(f"unknown key '{key}'; allowed keys here: {', '.join(allowed)}")
             else:
-                msg = f"bad value for '{key}': {err['msg']} (got {err.get('input')!r})"
+                msg = f"bad value for '{key}': {err['msg']} (got {_short(err.get('input'))})"
                 allowed = _allowed(model, tuple(err["loc"]))
                 if allowed and err["type"] == "literal_error":
                     msg += f"; allowed values: {', '.join(allowed)}"
@@ -66,9 +72,28 @@ def load_config(path: str | Path, model: type[M]) -> M:
     """Read a TOML file into ``model``; errors name the file and key."""
     p = Path(path)
     if not p.is_file():
-        raise ConfigError(f"config file {str(p)!r} does not exist")
+        what = "is a directory, not a file" if p.is_dir() else "does not exist"
+        raise ConfigError(f"config file {str(p)!r} {what}")
     try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
+        raw = p.read_bytes()
+    except OSError as e:
+        raise ConfigError(f"config file {str(p)!r} cannot be read: {e.strerror or e}") from None
+    return parse_config(raw, model, source=str(p))
+
+
+def parse_config(raw: bytes | str, model: type[M], source: str = "config") -> M:
+    """Parse TOML text (bytes must be UTF-8) into ``model``; every failure is a ConfigError."""
+    if isinstance(raw, bytes):
+        try:
+            raw = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            line = raw[: e.start].count(b"\n") + 1
+            raise ConfigError(
+                f"{source}: not UTF-8 text (byte {raw[e.start]:#04x} on line {line}); "
+                "save the file as UTF-8"
+            ) from None
+    try:
+        data = tomllib.loads(raw)
     except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"{p}: not valid TOML: {e}") from None
-    return validate_config(data, model, source=str(p))
+        raise ConfigError(f"{source}: not valid TOML: {e}") from None
+    return validate_config(data, model, source=source)

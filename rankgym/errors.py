@@ -17,6 +17,10 @@ class RankgymError(Exception):
     """Base of every error rankgym reports to a user as one line (exit code 2)."""
 
 
+class UserError(RankgymError):
+    """Bad user input (a flag, a path, a config value); the message names it and the fix."""
+
+
 class StoreError(RankgymError, RuntimeError):
     """A store that cannot be used as asked (missing or damaged file, newer schema, bad input)."""
 

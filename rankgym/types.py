@@ -15,7 +15,8 @@ import json
 import uuid
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_core import PydanticSerializationError
 
 SCHEMA_VERSION = 1
 
@@ -34,7 +35,28 @@ def canonical_json(obj: Any) -> str:
 
 def content_hash(obj: Any) -> str:
     """SHA-256 (first 16 hex digits) of the canonical JSON of ``obj``."""
-    return hashlib.sha256(canonical_json(obj).encode("utf-8")).hexdigest()[:16]
+    # surrogatepass: text holding a lone surrogate (not valid Unicode) still hashes; every
+    # valid string encodes exactly as plain UTF-8, so existing hashes do not change.
+    return hashlib.sha256(canonical_json(obj).encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def escaped_json(data: Any) -> str:
+    """Compact, ASCII-only JSON: a lone surrogate (invalid Unicode) becomes a ``\\udXXX`` escape.
+
+    The fallback where pydantic's own serializer refuses such text; ``json.loads`` reads it back.
+    """
+    return json.dumps(data, ensure_ascii=True, separators=(",", ":"))
+
+
+def reparse_json(error: ValidationError, text: str | bytes) -> Any:
+    """Parse ``text`` with ``json.loads`` when pydantic refused it only as JSON (it rejects
+    lone-surrogate escapes that :func:`escaped_json` writes); otherwise re-raise ``error``."""
+    if not any(err["type"] == "json_invalid" for err in error.errors()):
+        raise error
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise error from None
 
 
 class _Model(BaseModel):
@@ -44,15 +66,23 @@ class _Model(BaseModel):
         return self.model_dump(mode="json")
 
     def to_json(self) -> str:
-        return self.model_dump_json()
+        """Compact JSON; a lone surrogate in any text is written as a ``\\udXXX`` escape."""
+        try:
+            return self.model_dump_json()
+        except PydanticSerializationError:
+            return escaped_json(self.model_dump(mode="json"))
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]):
+    def from_dict(cls, data: dict[str, Any]) -> Any:
         return cls.model_validate(data)
 
     @classmethod
-    def from_json(cls, text: str | bytes):
-        return cls.model_validate_json(text)
+    def from_json(cls, text: str | bytes) -> Any:
+        """Parse :meth:`to_json` output (lone-surrogate escapes included)."""
+        try:
+            return cls.model_validate_json(text)
+        except ValidationError as e:
+            return cls.model_validate(reparse_json(e, text))
 
 
 class ToolCallFunction(_Model):
@@ -208,4 +238,11 @@ class JudgeSpec(_Model):
 
     @property
     def spec_hash(self) -> str:
-        return content_hash(self.model_dump(mode="json", exclude={"schema_version"}))
+        data = self.model_dump(mode="json", exclude={"schema_version"})
+        if self.model.startswith("local/") and "@" in self.model:
+            # a trained judge (local/NAME@DIR): the adapter's content is part of the spec, so a
+            # retrained adapter in the same directory never reuses cached scores
+            from rankgym.judges.local_provider import adapter_fingerprint
+
+            data["adapter"] = adapter_fingerprint(self.model)
+        return content_hash(data)

@@ -1,13 +1,8 @@
 """The trajectory store: one SQLite file holding runs, groups, trajectories, judgements, labels.
 
-- WAL mode, foreign keys on, ``synchronous=NORMAL``: readers (the dashboard) never block the
-  writer (the trainer) and the writer never blocks readers.
-- Every write is one ``BEGIN IMMEDIATE`` transaction (a whole group with its trajectories,
-  full-text rows, hack signals and judgement at once), retried with backoff while another
-  process holds the write lock, so ``database is locked`` never reaches a user; after
-  ``busy_seconds`` of waiting a :class:`StoreBusy` names the file and what to do.
-- The schema version lives in ``PRAGMA user_version``; ``schema.MIGRATIONS`` upgrade older files
-  in place, inside a transaction.
+Every write is one transaction (a whole group with its trajectories, full-text rows, hack
+signals and judgement at once); how the file is opened, locked and retried is in
+``connection``, the schema in ``schema``, row <-> model code in ``rows``. Tables: docs/store.md.
 
 What it does not do: it is not a server. Many processes may read and write one file on a local
 disk; a network filesystem (NFS, SMB) breaks SQLite's locking and is refused nowhere, so don't.
@@ -17,15 +12,14 @@ from __future__ import annotations
 
 import json
 import random
-import sqlite3
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-from rankgym.errors import StoreBusy, StoreError
-from rankgym.store.export import export_jsonl, export_parquet
+from rankgym.errors import StoreError
+from rankgym.store.connection import StoreFile
+from rankgym.store.export import ExportResult, export_store
 from rankgym.store.filters import JUDGED_OK, SEARCH_HITS_LIMIT, fts_query, group_filters
 from rankgym.store.rows import (
     insert_group,
@@ -34,119 +28,13 @@ from rankgym.store.rows import (
     score_from_row,
     trajectory_from_row,
 )
-from rankgym.store.schema import SCHEMA_VERSION, apply_migrations, user_version
 from rankgym.types import Group, Judgement, JudgeSpec, TrajectoryScore
 
-T = TypeVar("T")
 __all__ = ["SEARCH_HITS_LIMIT", "Store"]
 
 
-def _is_busy(e: sqlite3.OperationalError) -> bool:
-    msg = str(e).lower()
-    return "locked" in msg or "busy" in msg
-
-
-class Store:
+class Store(StoreFile):
     """A rankgym trajectory store in one SQLite file (see module docstring)."""
-
-    def __init__(self, path: str | Path, readonly: bool = False, busy_seconds: float = 120.0):
-        self.path = Path(path)
-        self.readonly = readonly
-        self.busy_seconds = busy_seconds
-        self._lock = threading.RLock()
-        if readonly:
-            if not self.path.is_file():
-                raise StoreError(
-                    f"store {str(self.path)!r} does not exist; create one with "
-                    "`rankgym rollout --store PATH ...` or `rankgym demo`."
-                )
-            uri = f"file:{self.path.resolve()}?mode=ro"
-            self.conn = sqlite3.connect(uri, uri=True, timeout=30, check_same_thread=False)
-        else:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.conn = sqlite3.connect(
-                str(self.path), timeout=30, isolation_level=None, check_same_thread=False
-            )
-        self.conn.row_factory = sqlite3.Row
-        self.conn.execute("PRAGMA busy_timeout = 30000")
-        self.conn.execute("PRAGMA foreign_keys = ON")
-        self.conn.execute("PRAGMA cache_size = -65536")
-        self.conn.execute("PRAGMA mmap_size = 268435456")
-        if not readonly:
-            self._retry(lambda: self.conn.execute("PRAGMA journal_mode = WAL"))
-            self.conn.execute("PRAGMA synchronous = NORMAL")
-            self._migrate()
-        version = self.conn.execute("PRAGMA user_version").fetchone()[0]
-        if version > SCHEMA_VERSION:
-            raise StoreError(
-                f"store {str(self.path)!r} has schema version {version}, newer than this "
-                f"rankgym ({SCHEMA_VERSION}); upgrade rankgym to read it."
-            )
-        if readonly and version < SCHEMA_VERSION:
-            raise StoreError(
-                f"store {str(self.path)!r} has schema version {version} (current "
-                f"{SCHEMA_VERSION}); open it once read-write (any rankgym write command) "
-                "to migrate it."
-            )
-
-    # ------------------------------------------------------------------ plumbing
-    def __enter__(self) -> Store:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        with self._lock:
-            self.conn.close()
-
-    def _retry(self, fn: Callable[[], T]) -> T:
-        deadline = time.monotonic() + self.busy_seconds
-        delay = 0.01
-        while True:
-            try:
-                with self._lock:
-                    return fn()
-            except sqlite3.OperationalError as e:
-                if not _is_busy(e):
-                    raise
-                if time.monotonic() > deadline:
-                    raise StoreBusy(
-                        f"store {str(self.path)!r} stayed locked by another process for "
-                        f"{self.busy_seconds:.0f}s; stop the other writer or retry later."
-                    ) from e
-                time.sleep(delay * (0.5 + random.random()))
-                delay = min(delay * 2, 1.0)
-
-    def _write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """Run ``fn`` in one IMMEDIATE transaction, retrying while the file is locked."""
-        if self.readonly:
-            raise StoreError(f"store {str(self.path)!r} was opened read-only")
-
-        def attempt() -> T:
-            self.conn.execute("BEGIN IMMEDIATE")
-            try:
-                out = fn(self.conn)
-                self.conn.execute("COMMIT")
-            except BaseException:
-                if self.conn.in_transaction:
-                    self.conn.execute("ROLLBACK")
-                raise
-            return out
-
-        return self._retry(attempt)
-
-    def _migrate(self) -> None:
-        if user_version(self.conn) < SCHEMA_VERSION:
-            self._write(lambda c: apply_migrations(c, self.path))
-
-    def query(self, sql: str, params: tuple | dict = ()) -> list[dict[str, Any]]:
-        """Run a read query and return rows as dicts."""
-        return self._retry(lambda: [dict(r) for r in self.conn.execute(sql, params).fetchall()])
-
-    @property
-    def schema_version(self) -> int:
-        return self.conn.execute("PRAGMA user_version").fetchone()[0]
 
     # ------------------------------------------------------------------ runs & steps
     def create_run(
@@ -468,13 +356,10 @@ class Store:
         )
 
     # ------------------------------------------------------------------ export
-    def export(self, out_path: str | Path, fmt: str = "jsonl") -> int:
+    def export(self, out_path: str | Path, fmt: str = "jsonl") -> ExportResult:
         """Write every group (jsonl: one Group per line) or trajectory (parquet: one row each).
 
-        Returns the number of records written. Parquet rows carry the latest judge score.
+        Parquet rows carry the latest judge score. Unreadable groups are skipped and listed in
+        the result (see ``rankgym.store.export``).
         """
-        out = Path(out_path)
-        if fmt not in ("jsonl", "parquet"):
-            raise StoreError(f"unknown export format {fmt!r}; use 'jsonl' or 'parquet'")
-        out.parent.mkdir(parents=True, exist_ok=True)
-        return export_jsonl(self, out) if fmt == "jsonl" else export_parquet(self, out)
+        return export_store(self, out_path, fmt)

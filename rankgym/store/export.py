@@ -1,18 +1,76 @@
 """Export a store: JSONL (one Group per line) or Parquet (one trajectory per row).
 
 Both write to ``OUT.tmp`` and rename it over ``OUT`` at the end, so a crash or an error never
-leaves a half-written file under the requested name.
+leaves a half-written file under the requested name. A group that cannot be read back (a row
+another tool damaged) is skipped and reported, never the end of the export; text that is not
+valid UTF-8 is exported with U+FFFD in place of the bad bytes and counted.
 
 What this module does not do: no filtering (every group is exported) and no import back.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pydantic import ValidationError
+
+from rankgym.errors import StoreError
+
 if TYPE_CHECKING:
     from rankgym.store.core import Store
+
+FORMATS = ("jsonl", "parquet")
+
+
+@dataclass
+class ExportResult:
+    """What an export wrote: ``records`` (groups for jsonl, trajectories for parquet)."""
+
+    out: Path
+    format: str
+    records: int
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    """``(group id, reason)`` of each group left out because it could not be read."""
+    repaired_texts: int = 0
+    """Texts that were not valid UTF-8 and were written with U+FFFD in place of bad bytes."""
+
+    @property
+    def unit(self) -> str:
+        return "groups" if self.format == "jsonl" else "trajectories"
+
+
+def export_store(store: Store, out_path: str | Path, fmt: str = "jsonl") -> ExportResult:
+    """Export every group of ``store`` to ``out_path``; see the module docstring."""
+    out = Path(out_path)
+    if fmt not in FORMATS:
+        raise StoreError(f"unknown export format {fmt!r}; use 'jsonl' or 'parquet'")
+    if out.is_dir():
+        raise StoreError(
+            f"--out {str(out)!r} is a directory; give a file name, e.g. "
+            f"{str(out / ('export.' + fmt))!r}"
+        )
+    writer: Callable[[Store, Path, ExportResult], int] = (
+        export_jsonl if fmt == "jsonl" else export_parquet
+    )
+    result = ExportResult(out, fmt, 0)
+    before = store.repaired_texts
+    tmp = out.with_name(out.name + ".tmp")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        result.records = writer(store, tmp, result)
+        tmp.replace(out)
+    except OSError as e:
+        raise StoreError(f"cannot write export {str(out)!r}: {e.strerror or e}") from None
+    finally:
+        if tmp.exists():
+            os.unlink(tmp)
+    result.repaired_texts = store.repaired_texts - before
+    return result
+
 
 PARQUET_SQL = """
     SELECT t.id AS trajectory_id, t.group_id, g.run_id, g.step, t.env_id, t.task_id,
@@ -27,19 +85,22 @@ PARQUET_SQL = """
     ORDER BY g.created_at, t.group_id, t.idx"""
 
 
-def export_jsonl(store: Store, out: Path) -> int:
-    """Write every group as one JSON line; return the number of groups written."""
+def export_jsonl(store: Store, tmp: Path, result: ExportResult) -> int:
+    """Write every readable group as one JSON line; return the number written."""
     n = 0
-    tmp = out.with_name(out.name + ".tmp")
     with tmp.open("w", encoding="utf-8") as f:
-        for g in store.iter_groups():
+        for gid in store.group_ids():
+            try:
+                g = store.get_group(gid)
+            except (StoreError, ValidationError, ValueError) as e:
+                result.skipped.append((gid, str(e).splitlines()[0][:300]))
+                continue
             f.write(g.to_json() + "\n")
             n += 1
-    tmp.replace(out)
     return n
 
 
-def export_parquet(store: Store, out: Path) -> int:
+def export_parquet(store: Store, tmp: Path, result: ExportResult) -> int:
     """Write every trajectory as one Parquet row with its latest judge score; return the count."""
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -63,7 +124,6 @@ def export_parquet(store: Store, out: Path) -> int:
             ("error", pa.string()),
         ]
     )
-    tmp = out.with_name(out.name + ".tmp")
     n = 0
     with store._lock:
         cur = store.conn.execute(PARQUET_SQL)
@@ -74,5 +134,4 @@ def export_parquet(store: Store, out: Path) -> int:
                     r["truncated"] = bool(r["truncated"])
                 writer.write_table(pa.Table.from_pylist(rows, schema=schema))
                 n += len(rows)
-    tmp.replace(out)
     return n

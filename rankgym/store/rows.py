@@ -9,16 +9,81 @@ What this module does not do: no filtering or paging (see ``filters``), no expor
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import time
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import TypeAdapter
+from pydantic import TypeAdapter, ValidationError
+from pydantic_core import PydanticSerializationError
 
-from rankgym.types import Group, Judgement, Message, Trajectory, TrajectoryScore, Turn
+from rankgym.types import (
+    Group,
+    Judgement,
+    Message,
+    Trajectory,
+    TrajectoryScore,
+    Turn,
+    escaped_json,
+    reparse_json,
+)
 
 _MESSAGES = TypeAdapter(list[Message])
 _TURNS = TypeAdapter(list[Turn])
+_SURROGATE = re.compile("[\ud800-\udfff]")
+V = TypeVar("V")
+
+
+def clean_text(value: Any) -> Any:
+    """``value`` with lone surrogates (text that is not valid Unicode) replaced by U+FFFD.
+
+    SQLite stores UTF-8, which cannot hold a lone surrogate; JSON columns keep them exactly
+    (as ``\\udXXX`` escapes, see :func:`dump_json`), plain text columns get U+FFFD.
+    Anything that is not a str is returned as it is.
+    """
+    if isinstance(value, str) and not value.isascii() and _SURROGATE.search(value):
+        return _SURROGATE.sub("\ufffd", value)
+    return value
+
+
+def clean_params(params: Any) -> Any:
+    """Query parameters (a sequence or a mapping) with every text value made valid UTF-8."""
+    if isinstance(params, dict):
+        return {k: clean_text(v) for k, v in params.items()}
+    return tuple(clean_text(v) for v in params)
+
+
+class TextSafe:
+    """A connection whose ``execute``/``executemany`` clean text parameters first.
+
+    Used to redo a write whose text could not be encoded (see ``Store._write``); the fast
+    path binds parameters untouched.
+    """
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def execute(self, sql: str, params: Any = ()) -> sqlite3.Cursor:
+        return self.conn.execute(sql, clean_params(params))
+
+    def executemany(self, sql: str, rows: Any) -> sqlite3.Cursor:
+        return self.conn.executemany(sql, [clean_params(r) for r in rows])
+
+
+def dump_json(adapter: TypeAdapter[V], value: V, exclude_none: bool = False) -> str:
+    """JSON text of ``value``; lone surrogates become ``\\udXXX`` escapes (never an error)."""
+    try:
+        return adapter.dump_json(value, exclude_none=exclude_none).decode()
+    except PydanticSerializationError:
+        return escaped_json(adapter.dump_python(value, mode="json", exclude_none=exclude_none))
+
+
+def load_json(adapter: TypeAdapter[V], text: str) -> V:
+    """Parse what :func:`dump_json` wrote (pydantic's parser refuses lone-surrogate escapes)."""
+    try:
+        return adapter.validate_json(text)
+    except ValidationError as e:
+        return adapter.validate_python(reparse_json(e, text))
 
 
 def _signal_rows(g: Group, t: Trajectory) -> list[tuple[str, str, str, str]]:
@@ -75,8 +140,8 @@ def insert_group(c: sqlite3.Connection, g: Group) -> None:
                 t.env_id,
                 t.task_id,
                 t.seed,
-                _MESSAGES.dump_json(t.messages, exclude_none=True).decode(),
-                _TURNS.dump_json(t.turns).decode(),
+                dump_json(_MESSAGES, t.messages, exclude_none=True),
+                dump_json(_TURNS, t.turns),
                 t.verifiable_reward,
                 json.dumps(t.metrics),
                 int(t.truncated),
@@ -134,8 +199,8 @@ def trajectory_from_row(r: dict[str, Any], signals: list[str]) -> Trajectory:
         env_id=r["env_id"],
         task_id=r["task_id"],
         seed=r["seed"],
-        messages=_MESSAGES.validate_json(r["messages"]),
-        turns=_TURNS.validate_json(r["turns"]),
+        messages=load_json(_MESSAGES, r["messages"]),
+        turns=load_json(_TURNS, r["turns"]),
         verifiable_reward=r["verifiable_reward"],
         metrics=json.loads(r["metrics"]),
         hack_signals=signals,

@@ -178,10 +178,10 @@ def test_export_jsonl_and_parquet(store_path, tmp_path):
     s = Store(store_path)
     groups = [make_group(step=i) for i in range(3)]
     s.put_groups(groups)
-    n = s.export(tmp_path / "out.jsonl", "jsonl")
+    n = s.export(tmp_path / "out.jsonl", "jsonl").records
     lines = (tmp_path / "out.jsonl").read_text().splitlines()
     assert n == 3 and Group.from_json(lines[0]).trajectories == groups[0].trajectories
-    n = s.export(tmp_path / "out.parquet", "parquet")
+    n = s.export(tmp_path / "out.parquet", "parquet").records
     table = pq.read_table(tmp_path / "out.parquet")
     assert n == table.num_rows == 9
     assert json.loads(table.column("messages")[0].as_py())[0]["role"] == "user"
