@@ -44,7 +44,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rankgym.envs.spaces import AssistantActionSpace, MessagesSpace, is_assistant_action
 from rankgym.envs.toolcalls import parse_text, protocol_prompt
-from rankgym.envs.tools import Tool, ToolBox, ToolResult
+from rankgym.envs.tools import Tool, ToolBox, ToolResult, require_type_hints
 
 __all__ = ["Env", "Task", "EpisodeState", "MAX_CALLS_PER_TURN"]
 
@@ -115,6 +115,10 @@ class Env(gymnasium.Env[list[dict[str, Any]], dict[str, Any] | str]):
     """Append the text tool-call protocol and tool list to the system prompt (see docs)."""
 
     def __init__(self, split: str = "train", max_turns: int | None = None) -> None:
+        """Raises TypeError, naming the function, if a class-level tool lacks type hints."""
+        for t in type(self).tools:
+            if not isinstance(t, Tool):
+                require_type_hints(t)
         self.split = split
         if max_turns is not None:
             if max_turns < 1:

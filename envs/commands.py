@@ -7,6 +7,7 @@ hands it out lazily as ``ROLLOUT`` (module ``__getattr__``) so the other command
 from __future__ import annotations
 
 import argparse
+import json
 import keyword
 import re
 import string
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from rankgym.cli import Command, UserError
+from rankgym.terminal import printable
 
 __all__ = ["ENVS", "NEW_ENV", "scaffold_env_package"]
 
@@ -30,17 +32,32 @@ def _envs_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _check(env_id: str) -> str | None:
+class EnvCheckFailed(UserError):
+    """``rankgym envs --check`` found an env that is broken or fails ``check_env``."""
+
+
+def _check(env_id: str) -> tuple[str | None, list[str]]:
+    """Make the env and run Gymnasium's ``check_env``: (error or None, warnings)."""
     import gymnasium
     from gymnasium.utils.env_checker import check_env
+
+    from rankgym.envs.tools import ToolBox
 
     try:
         env = gymnasium.make(env_id)
         check_env(env.unwrapped)
+        base = env.unwrapped
+        task = next(iter(base.tasks(base.split)), None)
+        tools = ToolBox(base.tools_for(task) if task is not None else base.tools)
         env.close()
     except Exception as e:  # reported per env, the listing goes on
-        return f"check_env failed: {type(e).__name__}: {e}"
-    return None
+        return f"check_env failed: {type(e).__name__}: {e}", []
+    warnings = [
+        f"tool {t.name!r} has no docstring: the agent sees only its name and parameters"
+        for t in tools.tools.values()
+        if not t.documented
+    ]
+    return None, warnings
 
 
 def _envs_run(args: argparse.Namespace) -> dict[str, Any]:
@@ -48,18 +65,32 @@ def _envs_run(args: argparse.Namespace) -> dict[str, Any]:
 
     rows = []
     for info in list_envs():
-        error = info.error
+        error, warnings = info.error, []
         if error is None and args.check:
-            error = _check(info.id)
+            error, warnings = _check(info.id)
         rows.append(
-            {"id": info.id, "source": info.source, "error": error, "entry_point": info.entry_point}
+            {
+                "id": info.id,
+                "source": info.source,
+                "error": error,
+                "warnings": warnings,
+                "entry_point": info.entry_point,
+            }
         )
+    errors = sum(r["error"] is not None for r in rows)
+    summary = {"envs": rows, "count": len(rows), "errors": errors}
     if not args.json:
         width = max((len(r["id"]) for r in rows), default=0)
         for r in rows:
             status = f"  error: {r['error']}" if r["error"] else ("  ok" if args.check else "")
-            print(f"{r['id']:<{width}}  {r['source']}{status}")
-    return {"envs": rows, "count": len(rows), "errors": sum(r["error"] is not None for r in rows)}
+            print(printable(f"{r['id']:<{width}}  {r['source']}{status}"))
+            for w in r["warnings"]:
+                print(printable(f"{'':<{width}}  warning: {w}"))
+    if args.check and errors:
+        if args.json:  # the summary still goes to stdout; the exit code says it failed
+            print(json.dumps(summary, default=str), flush=True)
+        raise EnvCheckFailed(f"{errors} of {len(rows)} envs failed their check (listed above)")
+    return summary
 
 
 ENVS = Command(
@@ -100,10 +131,12 @@ def scaffold_env_package(
     camel = "".join(part[:1].upper() + part[1:] for part in re.split(r"[-_]", name) if part)
     cls = camel if camel.endswith("Env") else f"{camel}Env"
     env_id = env_id or f"{module}/{camel}-v0"
-    import gymnasium.envs.registration as reg
+    from rankgym.envs.registry import env_id_problem, load_plugins
 
-    if not reg.ENV_ID_RE.fullmatch(env_id):
-        raise UserError(f"env id {env_id!r} is not a valid Gymnasium id (e.g. 'myenv/MyEnv-v0')")
+    load_plugins()  # so that an id an installed plugin uses counts as taken
+    problem = env_id_problem(env_id, plugin=True)
+    if problem is not None:
+        raise UserError(f"{problem} (--id)")
     values = {
         "name": name,
         "module": module,

@@ -1,7 +1,9 @@
 """Tools: plain typed Python functions exposed to an agent.
 
 A tool is any function (or bound method) with type-annotated parameters and a Google-style
-docstring. ``Tool.from_function`` reads the signature and docstring into an OpenAI function
+docstring. A parameter without a type hint is refused (``TypeError`` naming the function, when
+the env builds its tools); a missing docstring is allowed (``documented`` is False, and
+``rankgym envs --check`` warns). ``Tool.from_function`` reads the signature and docstring into an OpenAI function
 schema; ``Tool.call`` validates the arguments against the signature with pydantic (lax mode:
 ``"7"`` becomes ``7`` for an ``int`` parameter, a number becomes a string for a ``str`` one;
 unknown or missing arguments are errors), runs the function, and returns a ``ToolResult``.
@@ -27,7 +29,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from rankgym.envs.toolcalls import loads_lenient
 
-__all__ = ["Tool", "ToolResult", "ToolBox", "tool", "as_tool", "parse_docstring"]
+__all__ = [
+    "Tool",
+    "ToolResult",
+    "ToolBox",
+    "tool",
+    "as_tool",
+    "parse_docstring",
+    "require_type_hints",
+]
 
 _MARK = "__rankgym_tool__"
 _SECTION_RE = re.compile(
@@ -85,6 +95,8 @@ class Tool:
     parameters: dict[str, Any]
     terminal: bool = False
     max_output_chars: int = 8000
+    documented: bool = True
+    """False when the function had no docstring and no description was given."""
     _model: type[BaseModel] | None = field(default=None, repr=False, compare=False)
     _aliases: tuple[tuple[str, str], ...] = field(default=(), repr=False, compare=False)
 
@@ -96,12 +108,17 @@ class Tool:
         description: str | None = None,
         terminal: bool | None = None,
     ) -> Tool:
-        """Build a tool from a typed function; raises TypeError for ``*args``/``**kwargs``."""
+        """Build a tool from a typed function.
+
+        Raises TypeError, naming the function, for ``*args``/``**kwargs`` and for a parameter
+        without a type hint (it would be accepted unvalidated, as ``any``).
+        """
         mark = getattr(fn, _MARK, None) or {}
         name = name or mark.get("name") or getattr(fn, "__name__", None)
         if not name or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}", name):
             raise TypeError(f"tool name {name!r} must match [A-Za-z_][A-Za-z0-9_.-]*")
         summary, arg_docs = parse_docstring(inspect.getdoc(fn) or "")
+        documented = bool(description or mark.get("description") or summary)
         description = description or mark.get("description") or summary or name
         terminal = bool(mark.get("terminal", False) if terminal is None else terminal)
         try:
@@ -113,6 +130,8 @@ class Tool:
         for i, (pname, p) in enumerate(inspect.signature(fn).parameters.items()):
             if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
                 raise TypeError(f"tool {name!r}: *args/**kwargs are not supported")
+            if p.annotation is inspect.Parameter.empty:
+                require_type_hints(fn, name)
             ann = hints.get(pname, Any)
             default = ... if p.default is inspect.Parameter.empty else p.default
             key = f"p{i}"
@@ -131,6 +150,7 @@ class Tool:
             fn=fn,
             parameters=params,
             terminal=terminal,
+            documented=documented,
             _model=model,
             _aliases=tuple(aliases),
         )
@@ -215,6 +235,21 @@ class Tool:
             cut = len(text) - self.max_output_chars
             text = text[: self.max_output_chars] + f"\n[... {cut} more characters cut]"
         return text
+
+
+def require_type_hints(fn: Callable[..., Any], name: str | None = None) -> None:
+    """Raise TypeError naming ``fn`` if one of its parameters has no type hint (cheap check)."""
+    name = name or getattr(fn, "__name__", repr(fn))
+    for pname, p in inspect.signature(fn).parameters.items():
+        if p.annotation is inspect.Parameter.empty and p.kind not in (
+            p.VAR_POSITIONAL,
+            p.VAR_KEYWORD,
+        ):
+            where = getattr(fn, "__qualname__", name)
+            raise TypeError(
+                f"tool {name!r} ({where}): parameter {pname!r} has no type hint; annotate "
+                f"every parameter, e.g. {pname}: str"
+            )
 
 
 def _safe_str(obj: Any) -> str:

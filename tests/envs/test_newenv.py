@@ -25,6 +25,17 @@ def test_new_env_rejects_bad_names_and_existing_folders(tmp_path, capsys):
     assert main(["new-env", "9lives", "--dir", str(tmp_path)]) == 2
     assert main(["new-env", "class", "--dir", str(tmp_path)]) == 2
     assert main(["new-env", "ok-env", "--dir", str(tmp_path), "--id", "bad id!"]) == 2
+    for bad, why in (
+        ("x/NoVersion", "namespace/Name-vN"),
+        ("Plain-v0", "namespace/Name-vN"),
+        ("rankgym/ToolUse-v0", "reserved for built-ins"),
+        ("rankgym/Mine-v0", "reserved for built-ins"),
+        ("CartPole-v1", "namespace/Name-vN"),
+    ):
+        capsys.readouterr()
+        assert main(["new-env", "ok-env", "--dir", str(tmp_path), "--id", bad]) == 2, bad
+        err = capsys.readouterr().err
+        assert why in err and "--id" in err and len(err.strip().splitlines()) == 1, err
     assert main(["new-env", "ok-env", "--dir", str(tmp_path), "--json"]) == 0
     out = json.loads(capsys.readouterr().out.splitlines()[-1])
     assert out["env_id"] == "ok_env/OkEnv-v0" and out["package"] == "rankgym-ok-env"

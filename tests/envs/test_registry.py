@@ -120,3 +120,119 @@ def test_broken_plugins_are_reported_and_the_rest_load(tmp_path):
     )
     out = _run(["-c", code], tmp_path)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+# ---- plugins may only add ids (issue 16) ----------------------------------------------------
+
+HIJACK = """
+import gymnasium
+from rankgym.envs import Env, Task
+
+class Hijack(Env):
+    def tasks(self, split="train"):
+        return [Task(id="hijacked", prompt="I am not the built-in.")]
+
+def register_envs():
+    gymnasium.register(id="rankgym/ToolUse-v0", entry_point=Hijack)      # a built-in
+    gymnasium.register(id="aaplug/Mine-v0", entry_point=Hijack)          # taken by plugin 'aa'
+    gymnasium.register(id="rankgym/Extra-v0", entry_point=Hijack)        # reserved namespace
+    gymnasium.register(id="NoNamespace-v0", entry_point=Hijack)          # bad form
+    gymnasium.register(id="zzplug/Fine-v0", entry_point=Hijack)          # the one it may add
+"""
+
+
+def test_a_plugin_cannot_replace_a_builtin_or_another_plugins_id(tmp_path):
+    (tmp_path / "aa_plugin.py").write_text(
+        "import gymnasium\n"
+        "def register_envs():\n"
+        "    gymnasium.register(id='aaplug/Mine-v0', entry_point='rankgym.envs.tooluse:ToolUseEnv')\n"
+    )
+    (tmp_path / "zz_plugin.py").write_text(HIJACK)
+    _dist(tmp_path, "aa-plugin", "aa = aa_plugin:register_envs")
+    _dist(tmp_path, "zz-plugin", "zz = zz_plugin:register_envs")
+    out = _run(["-m", "rankgym.cli", "envs", "--json"], tmp_path)
+    assert out.returncode == 0, out.stderr
+    rows = json.loads(out.stdout)["envs"]
+    by = {(r["id"], r["source"]): r for r in rows}
+    assert by[("rankgym/ToolUse-v0", "builtin")]["error"] is None
+    refused = by[("rankgym/ToolUse-v0", "plugin:zz-plugin")]["error"]
+    assert "refused" in refused and "rankgym (built-in)" in refused
+    assert "plugin:aa-plugin" in by[("aaplug/Mine-v0", "plugin:zz-plugin")]["error"]
+    assert by[("aaplug/Mine-v0", "plugin:aa-plugin")]["error"] is None
+    assert "reserved" in by[("rankgym/Extra-v0", "plugin:zz-plugin")]["error"]
+    assert "namespace/Name-vN" in by[("NoNamespace-v0", "plugin:zz-plugin")]["error"]
+    assert by[("zzplug/Fine-v0", "plugin:zz-plugin")]["error"] is None
+    # and the built-in is what gymnasium.make builds
+    code = (
+        "import gymnasium, rankgym.envs\n"
+        "e = gymnasium.make('rankgym/ToolUse-v0').unwrapped\n"
+        "assert type(e).__name__ == 'ToolUseEnv', type(e)\n"
+        "assert 'rankgym/Extra-v0' not in gymnasium.registry\n"
+        "assert 'NoNamespace-v0' not in gymnasium.registry\n"
+        "assert type(gymnasium.make('aaplug/Mine-v0').unwrapped).__name__ == 'ToolUseEnv'\n"
+        "print('ok')"
+    )
+    out = _run(["-c", code], tmp_path)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+CHECKED = """
+import gymnasium
+from rankgym.envs import Env, Task
+
+def shout(text: str) -> str:
+    return text.upper()
+
+def untyped(text):
+    '''Echo the text.'''
+    return text
+
+class Quiet(Env):
+    tools = [shout]
+    def tasks(self, split="train"):
+        return [Task(id="t", prompt="Shout hi.")]
+
+class Untyped(Env):
+    tools = [untyped]
+    def tasks(self, split="train"):
+        return [Task(id="t", prompt="Echo hi.")]
+
+def register_envs():
+    gymnasium.register(id="chk/Quiet-v0", entry_point=Quiet)
+    gymnasium.register(id="chk/Untyped-v0", entry_point=Untyped)
+"""
+
+
+def test_envs_check_fails_the_exit_code_and_warns_about_undocumented_tools(tmp_path):
+    (tmp_path / "chk_plugin.py").write_text(CHECKED)
+    _dist(tmp_path, "chk-plugin", "chk = chk_plugin:register_envs")
+    out = _run(["-m", "rankgym.cli", "envs", "--check", "--json"], tmp_path)
+    assert out.returncode == 2
+    rows = {r["id"]: r for r in json.loads(out.stdout)["envs"]}
+    assert rows["chk/Quiet-v0"]["error"] is None
+    assert rows["chk/Quiet-v0"]["warnings"] == [
+        "tool 'shout' has no docstring: the agent sees only its name and parameters"
+    ]
+    err = rows["chk/Untyped-v0"]["error"]
+    assert "'untyped'" in err and "'text' has no type hint" in err
+    assert "1 of" in out.stderr and "failed their check" in out.stderr
+    assert "Traceback" not in out.stderr
+    out = _run(["-m", "rankgym.cli", "envs"], tmp_path)  # listing alone does not fail
+    assert out.returncode == 0, out.stderr
+
+
+def test_a_tool_without_type_hints_is_refused_when_the_env_is_made():
+    from rankgym.envs import Env, Task
+
+    def untyped(text):
+        """Echo."""
+        return text
+
+    class Untyped(Env):
+        tools = [untyped]
+
+        def tasks(self, split: str = "train") -> list[Task]:
+            return [Task(id="t")]
+
+    with pytest.raises(TypeError, match=r"tool 'untyped' .*parameter 'text' has no type hint"):
+        Untyped()
