@@ -14,7 +14,12 @@ is what lets ``rollout_to_store`` resume a run by skipping groups already in the
 
 Failures are data: a policy or env exception ends *that* episode with ``Trajectory.error`` set
 (a failing batch is retried one conversation at a time to find the culprit); the rollout goes
-on. Only exceptions from ``on_group`` (e.g. a store that cannot be written) propagate.
+on. ``rollout_groups`` lets exceptions from ``on_group`` propagate; ``rollout_to_store``
+catches a group the store refuses, counts and lists it (``RolloutResult.failed``) and goes on
+with the others, unless :data:`MAX_FAILED_IN_A_ROW` groups in a row fail (then the store, not
+the data, is the problem, and the error is raised). A policy reply holding a lone surrogate
+(text that is not valid Unicode) is kept as it is and counted in the trajectory's
+``invalid_unicode`` metric; the store keeps it exactly.
 
 What it does not do: no threads or processes (envs step one after another between batched
 generations; slow tools slow everyone), no judging, no training, no retries of failed episodes,
@@ -26,17 +31,21 @@ from __future__ import annotations
 import copy
 import logging
 import random
+import re
 import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from rankgym.envs.policies import EpisodeContext, Generation, Policy, derive_seed
+from rankgym.envs.rollout_report import RolloutResult, error_kind, error_lines, summarize
+from rankgym.terminal import printable
 from rankgym.types import Group, Message, Trajectory, Turn, content_hash
 
 __all__ = [
     "EnvFactory",
     "RolloutResult",
+    "error_lines",
     "rollout_groups",
     "rollout_to_store",
     "select_tasks",
@@ -44,6 +53,10 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+MAX_FAILED_IN_A_ROW = 3
+"""``rollout_to_store`` stops when this many groups in a row cannot be stored."""
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 EnvSource = str | Callable[[], Any]
 _MESSAGE_KEYS = set(Message.model_fields) - {"schema_version"}
@@ -68,22 +81,6 @@ class _Episode:
     counts: dict[str, int | float] = field(default_factory=dict)
     started: float = 0.0
     ended: float = 0.0
-
-
-@dataclass
-class RolloutResult:
-    """What ``rollout_to_store`` did: the groups it wrote and the ones it found already there."""
-
-    run_id: str
-    groups: list[Group]
-    skipped_group_ids: list[str]
-    wall_s: float
-    success_threshold: float = 1.0
-
-    def summary(self) -> dict[str, Any]:
-        out = summarize(self.groups, self.wall_s, self.success_threshold)
-        out.update(run_id=self.run_id, skipped_groups=len(self.skipped_group_ids))
-        return out
 
 
 def _env_factory(env: EnvSource) -> tuple[Callable[[], Any], str | None]:
@@ -295,7 +292,8 @@ def _generate(policy: Policy, active: list[_Episode]) -> list[Generation]:
     except Exception as e:
         if len(active) == 1:
             return [_failed(policy, e)]
-        log.warning("batched generate failed (%s: %s); retrying one by one", type(e).__name__, e)
+        why = printable(f"{type(e).__name__}: {e}", one_line=True)
+        log.warning("batched generate failed (%s); retrying one by one", why)
     out = []
     for ep in active:
         try:
@@ -321,6 +319,9 @@ def _advance(ep: _Episode, gen: Generation, turn_cap: int, cap_is_user_limit: bo
     ep.counts["completion_tokens"] += gen.completion_tokens or len(gen.completion_token_ids)
     ep.counts["prompt_tokens"] += len(gen.prompt_token_ids)
     ep.counts["prompt_truncations"] += sum("truncated" in n for n in gen.notes)
+    bad_text = _count_surrogates(gen.message)
+    if bad_text:
+        ep.counts["invalid_unicode"] = ep.counts.get("invalid_unicode", 0) + bad_text
     ep.messages.append(_clean(gen.message))
     ep.turns.append(
         Turn(
@@ -355,6 +356,16 @@ def _advance(ep: _Episode, gen: Generation, turn_cap: int, cap_is_user_limit: bo
             ep.error = f"env did not end the episode after {len(ep.turns)} turns (max_turns + 2)"
 
 
+def _count_surrogates(message: dict[str, Any]) -> int:
+    """Lone surrogates (text that is not valid Unicode) in a message's content and tool calls."""
+    texts = [message.get("content")]
+    for tc in message.get("tool_calls") or []:
+        fn = tc.get("function") if isinstance(tc, dict) else None
+        if isinstance(fn, dict):
+            texts += [fn.get("name"), fn.get("arguments")]
+    return sum(len(_SURROGATE.findall(t)) for t in texts if isinstance(t, str) and not t.isascii())
+
+
 def _clean(m: dict[str, Any]) -> dict[str, Any]:
     """An OpenAI message dict with only the keys ``rankgym.types.Message`` knows."""
     return {k: v for k, v in dict(m).items() if k in _MESSAGE_KEYS}
@@ -384,36 +395,29 @@ def _trajectory(ep: _Episode, env_id: str) -> Trajectory:
     )
 
 
-def summarize(
-    groups: Sequence[Group], wall_s: float, success_threshold: float = 1.0
-) -> dict[str, Any]:
-    """Counts, mean verifiable reward, success rate and throughput of finished groups.
+class _StoreWriter:
+    """``on_group`` for ``rollout_to_store``: one group the store refuses is listed, not fatal."""
 
-    ``success_rate`` is the share of *all* trajectories (errors included) whose verifiable
-    reward is >= ``success_threshold``; ``mean_verifiable_reward`` averages the trajectories
-    that have one (None if none has).
-    """
-    trajs = [t for g in groups for t in g.trajectories]
-    rewards = [t.verifiable_reward for t in trajs if t.verifiable_reward is not None]
-    tokens = sum(int(t.metrics.get("completion_tokens") or 0) for t in trajs)
-    turns = sum(int(t.metrics.get("turns") or 0) for t in trajs)
-    return {
-        "groups": len(groups),
-        "trajectories": len(trajs),
-        "errors": sum(t.error is not None for t in trajs),
-        "truncated": sum(t.truncated for t in trajs),
-        "mean_verifiable_reward": (sum(rewards) / len(rewards)) if rewards else None,
-        "success_rate": (
-            sum(r >= success_threshold for r in rewards) / len(trajs) if trajs else None
-        ),
-        "success_threshold": success_threshold,
-        "mean_turns": turns / len(trajs) if trajs else None,
-        "completion_tokens": tokens,
-        "hack_signals": sum(len(t.hack_signals) for t in trajs),
-        "wall_s": round(wall_s, 3),
-        "tokens_per_s": round(tokens / wall_s, 2) if wall_s > 0 else None,
-        "episodes_per_min": round(60 * len(trajs) / wall_s, 2) if wall_s > 0 else None,
-    }
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self.failed: list[dict[str, str]] = []
+        self.stored: list[Group] = []
+        self._in_a_row = 0
+
+    def __call__(self, group: Group) -> None:
+        try:
+            self.store.put_group(group)
+        except Exception as e:
+            self._in_a_row += 1
+            error = f"{type(e).__name__}: {error_kind(str(e))}"
+            where = printable(f"group {group.id} (task {group.task_id})", one_line=True)
+            log.warning("%s not stored: %s", where, printable(error, one_line=True))
+            self.failed.append({"group_id": group.id, "task_id": group.task_id, "error": error})
+            if self._in_a_row >= MAX_FAILED_IN_A_ROW:
+                raise
+            return
+        self._in_a_row = 0
+        self.stored.append(group)
 
 
 def rollout_to_store(
@@ -429,8 +433,9 @@ def rollout_to_store(
     """``rollout_groups`` writing each group to ``store`` (``put_group``) as soon as it ends.
 
     Each group is its own transaction, so a crash keeps the finished groups; calling again
-    with the same ``run_id`` (and the same seed/step/tasks) skips the groups already stored.
-    ``kwargs`` go to ``rollout_groups``. Returns the new groups and the skipped ids.
+    with the same ``run_id`` (and the same seed/step/tasks) skips the groups already stored
+    and retries the ones that failed. ``kwargs`` go to ``rollout_groups``. Returns the stored
+    groups, the skipped ids and the groups the store refused (see the module docstring).
     """
     run_id = store.create_run(name=run_name or run_id, kind="rollout", config=config, run_id=run_id)
     step = int(kwargs.get("step", 0))
@@ -445,19 +450,20 @@ def rollout_to_store(
         return env
 
     skipped: list[str] = []
+    writer = _StoreWriter(store)
     started = time.perf_counter()
-    groups = rollout_groups(
+    rollout_groups(
         EnvFactory(reuse_probe, _env_id_of(probe, env_id)),
         policy,
         run_id=run_id,
-        on_group=store.put_group,
+        on_group=writer,
         skip_group_ids=existing,
         skipped=skipped,
         **kwargs,
     )
     wall = time.perf_counter() - started
     threshold = float(getattr(probe, "success_threshold", 1.0))
-    return RolloutResult(run_id, groups, skipped, wall, threshold)
+    return RolloutResult(run_id, writer.stored, skipped, wall, threshold, writer.failed)
 
 
 @dataclass
