@@ -39,6 +39,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import logging
+import math
 import os
 import random
 import re
@@ -176,22 +177,26 @@ def retry_after_s(e: BaseException) -> float | None:
     if headers is None:
         headers = getattr(getattr(e, "response", None), "headers", None)
     if headers is not None:
-        ms = headers.get("retry-after-ms")
-        if ms:
-            try:
-                return max(0.0, float(ms) / 1000)
-            except ValueError:
-                pass
-        value = headers.get("retry-after")
-        if value:
-            try:
-                return max(0.0, float(value))
-            except ValueError:
-                when = email.utils.parsedate_to_datetime(value)
-                if when is not None:
-                    return max(0.0, when.timestamp() - time.time())
+        for key, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+            wait = _seconds(headers.get(key), scale)
+            if wait is not None:
+                return wait
     m = re.search(r"(?:retry|try again) (?:after|in) (\d+(?:\.\d+)?) ?s", str(e), re.IGNORECASE)
     return float(m.group(1)) if m else None
+
+
+def _seconds(value: str | None, scale: float) -> float | None:
+    """A header value as seconds (a number / ``scale``, or an HTTP date); None if unreadable."""
+    if not value:
+        return None
+    try:
+        wait = float(value) / scale
+    except ValueError:
+        try:
+            wait = email.utils.parsedate_to_datetime(value).timestamp() - time.time()
+        except (TypeError, ValueError, OverflowError):
+            return None
+    return max(0.0, wait) if math.isfinite(wait) else None
 
 
 def _transient(e: BaseException) -> bool:
