@@ -232,3 +232,51 @@ def set_torch_threads() -> int:
         log.info("torch threads: %d (%d cores, %.1f busy with other work)", n, cpus, busy)
     torch.set_num_threads(n)
     return n
+
+
+def cpu_bf16_native() -> bool:
+    """Whether this CPU runs bf16 matmuls natively (AVX512-BF16 or AMX)."""
+    import torch
+
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):
+        return False
+
+
+def use_bf16(setting: str, device: str) -> bool:
+    """Resolve an ``auto|on|off`` bf16 setting for ``device`` (auto: where the hardware has it)."""
+    import torch
+
+    if setting != "auto":
+        return setting == "on"
+    if device.startswith("cuda"):
+        return torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+    return cpu_bf16_native()
+
+
+def auto_dtype(device: str = "cpu") -> str:
+    """Weights dtype name for inference on ``device``: bfloat16 where native, else float32."""
+    return "bfloat16" if use_bf16("auto", device) else "float32"
+
+
+def enable_checkpointing(model: Any) -> None:
+    """Recompute activations in the backward pass (non-reentrant; transformers 5 name first)."""
+    kwargs = {"use_reentrant": False}
+    if hasattr(model, "activation_checkpointing_enable"):
+        model.activation_checkpointing_enable(activation_checkpointing_kwargs=kwargs)
+    else:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
+
+
+def load_policy_model(spec: str, dtype: str, device: str) -> tuple[Any, Any, str]:
+    """Base model + tokenizer for a policy model spec (``embedded`` or a local directory) and a
+    short name for it. ``dtype`` may be ``auto``. Raises ``FileNotFoundError`` for a missing
+    directory."""
+    if dtype == "auto":
+        dtype = auto_dtype(device)
+    if spec == "embedded":
+        model, tok = load_embedded(dtype, device=device)
+        return model, tok, "embedded"
+    model, tok = load_causal_lm(spec, dtype, device=device)
+    return model, tok, Path(spec).name

@@ -147,3 +147,64 @@ def copy_adapter(src: str | Path, dst: str | Path) -> Path:
         shutil.rmtree(dst)
     os.rename(tmp, dst)
     return dst
+
+
+# ---- run-dir state: run.json and step manifests --------------------------------------------
+
+RUN_FILE = "run.json"
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write ``data`` as JSON to ``path`` via a fsynced temp file and ``os.replace``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + f".tmp-{os.getpid()}")
+    tmp.write_text(json.dumps(data, indent=1, default=str))
+    with open(tmp, "rb") as fh:
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def manifest_path(out_dir: str | Path, step: int) -> Path:
+    """Where step ``step``'s manifest (group ids, spec hash, timing) lives."""
+    return Path(out_dir) / "steps" / f"step-{step:06d}.json"
+
+
+def has_progress(out_dir: str | Path) -> bool:
+    """Whether ``out_dir`` holds any checkpoint or step manifest (a run that got somewhere)."""
+    steps = Path(out_dir) / "steps"
+    return latest_checkpoint(out_dir) is not None or (
+        steps.is_dir() and any(steps.glob("step-*.json"))
+    )
+
+
+def read_run(out_dir: str | Path) -> dict[str, Any] | None:
+    """The ``run.json`` of ``out_dir`` (``run_id``, ``config``), or None if there is none."""
+    p = Path(out_dir) / RUN_FILE
+    return json.loads(p.read_text()) if p.is_file() else None
+
+
+def write_run(out_dir: str | Path, run_id: str, config: dict[str, Any]) -> None:
+    write_json_atomic(Path(out_dir) / RUN_FILE, {"run_id": run_id, "config": config})
+
+
+def restore_latest(
+    out_dir: str | Path, model: Any, optimizer: torch.optim.Optimizer, scheduler: Any
+) -> tuple[Path, int, dict[str, Any]] | None:
+    """Load the newest checkpoint's adapter, optimizer, scheduler and RNG state into the given
+    objects; returns ``(path, step, meta)``, or None when there is no checkpoint yet."""
+    from peft import set_peft_model_state_dict
+    from safetensors.torch import load_file
+
+    path = latest_checkpoint(out_dir)
+    if path is None:
+        return None
+    weights = load_file(str(path / "adapter_model.safetensors"))
+    result = set_peft_model_state_dict(model, weights)
+    if getattr(result, "unexpected_keys", None):
+        raise RuntimeError(f"checkpoint {path} has unexpected keys {result.unexpected_keys[:3]}")
+    state = load_trainer_state(path)
+    optimizer.load_state_dict(state["optimizer"])
+    if state.get("scheduler") is not None:
+        scheduler.load_state_dict(state["scheduler"])
+    set_rng_state(state["rng"])
+    return path, int(state["step"]), read_meta(path)

@@ -105,7 +105,7 @@ def _load_adapter_model(adapter: Path, base: str | None) -> tuple[Any, Any]:
             base = str(embedded_model_dir())
     if not Path(base).is_dir():
         raise UserError(f"--base {base!r} is not a model directory")
-    from rankgym.trainer.loop import use_bf16
+    from rankgym.model import use_bf16
 
     model, tok = load_causal_lm(base, "bfloat16" if use_bf16("auto", "cpu") else "float32")
     model = PeftModel.from_pretrained(model, str(adapter))
@@ -129,11 +129,12 @@ def run_eval(
 ) -> dict[str, Any]:
     """Base (adapter disabled) vs adapter success on held-out tasks; see ``evaluate.py``."""
     from rankgym.envs.policies import TransformersPolicy
+    from rankgym.model import use_bf16
     from rankgym.trainer.evaluate import AdapterOffPolicy, evaluate_policies
-    from rankgym.trainer.loop import env_factory, use_bf16
+    from rankgym.trainer.loop import make_env_factory
 
     model, tok = _load_adapter_model(adapter, base)
-    env = env_factory(env_id, env_kwargs)
+    env = make_env_factory(env_id, env_kwargs)
     trained = TransformersPolicy(
         model,
         tok,

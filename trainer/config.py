@@ -24,7 +24,7 @@ class EnvSection(_Section):
     id: str = "rankgym/ToolUse-v0"
     """Registered env id (``rankgym envs`` lists them)."""
     kwargs: dict[str, Any] = Field(default_factory=dict)
-    """Passed to the env constructor, e.g. ``{tier = "easy"}``."""
+    """Passed to the env constructor, e.g. ``{difficulty = "hard", families = ["lookup"]}``."""
     split: str = "train"
     tasks_per_step: int = Field(4, ge=1)
     group_size: int = Field(4, ge=2)
@@ -83,6 +83,9 @@ class RewardSection(_Section):
     verifiable_weight: float = Field(0.5, ge=0.0, le=1.0)
     """For ``judge+verifiable``: reward = (1-w) * judge + w * verifiable."""
     scale_rewards: Literal["group", "batch", "none"] = "group"
+    hack_penalty: bool = True
+    """A trajectory the env raised a hack signal for (e.g. ``answer_spam``) gets the lowest reward
+    of its group; the judge's own ``judge_*`` signals do not count (see ``rewards.py``)."""
 
 
 class LossSection(_Section):

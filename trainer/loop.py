@@ -10,16 +10,23 @@ One step ``k`` (0-based):
 3. **store**: groups, trajectories and judgements go to the SQLite store; a step manifest
    (``<out>/steps/step-00000k.json``, written atomically) records the step's group ids in order.
    A resumed run reuses a step whose manifest exists instead of rolling it out again.
-4. **update**: rewards -> group advantages -> one GRPO update (``grpo.py``).
+4. **update**: rewards (``rewards.step_rewards``: blend + hack penalty) -> group advantages ->
+   one GRPO update (``grpo.py``).
 5. **checkpoint**: adapter + optimizer + scheduler + RNG state, atomically; then
-   ``store.log_step`` with the step's metrics.
+   ``store.log_step`` with the step's metrics (``rewards.step_metrics``).
 
+Setup validates everything it can (device, judge credentials and rubric, env id and kwargs,
+task counts, the model and LoRA targets) before it writes anything; a start that still fails
+(run.json written, no step done) leaves an output dir that the next start reuses.
 ``--resume`` loads the newest complete checkpoint and continues at its step; with the same seed
 it reaches the same adapter as a run that was never interrupted (tested with SIGKILL mid-step).
+With ``adapt_threads`` the torch thread count is re-chosen from the free cores before each
+phase (rollout, judge, update, eval), so a run keeps its pace when the box gets busier or idler.
 
-What it does not do: no vLLM or multi-GPU (single process, the policy is the trained peft model
-itself, so "loading the new adapter" is the same object), no evaluation-based early stopping,
-and no judge retries beyond what ``judges.group_judge`` does (an unjudged group gets no signal).
+What it does not do: no multi-GPU (single process; the policy is the trained peft model
+itself, so "loading the new adapter" is renaming it — ``_serve_adapter`` is the hook for
+backends that must load it), no evaluation-based early stopping, and no judge retries beyond
+what ``judges.group_judge`` does (an unjudged group gets no signal).
 """
 
 from __future__ import annotations
@@ -28,26 +35,38 @@ import json
 import logging
 import math
 import os
-import statistics
 import time
-import warnings
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from rankgym.cli import UserError
+from rankgym.envs.policies import TransformersPolicy, derive_seed
+from rankgym.model import enable_checkpointing, set_torch_threads, use_bf16
 from rankgym.trainer import checkpoint as ckpt
 from rankgym.trainer.config import TrainConfig
-from rankgym.trainer.grpo import (
-    LossSettings,
-    Sample,
-    UpdateSettings,
-    group_advantages,
-    grpo_update,
-    trajectory_rows,
+from rankgym.trainer.grpo import Sample, group_advantages, grpo_update, trajectory_rows
+from rankgym.trainer.rewards import blend_reward, step_metrics, step_rewards
+from rankgym.trainer.setup import (
+    build_lora_model,
+    judge_spec,
+    make_env_factory,
+    make_optimizer,
+    update_settings,
 )
 from rankgym.types import Group
+
+__all__ = [
+    "Trainer",
+    "blend_reward",
+    "enable_checkpointing",
+    "env_factory",
+    "make_env_factory",
+    "use_bf16",
+]
+
+env_factory = make_env_factory  # the name older callers import
 
 log = logging.getLogger(__name__)
 
@@ -55,99 +74,12 @@ log = logging.getLogger(__name__)
 RESUMABLE_CHANGES = {"steps", "out_dir", "store", "keep_checkpoints", "eval"}
 
 
-def cpu_bf16_native() -> bool:
-    """Whether this CPU runs bf16 matmuls natively (AVX512-BF16 or AMX)."""
-    try:
-        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
-    except (AttributeError, RuntimeError):
-        return False
-
-
-def use_bf16(setting: str, device: str) -> bool:
-    if setting != "auto":
-        return setting == "on"
-    if device.startswith("cuda"):
-        return torch.cuda.is_available() and torch.cuda.is_bf16_supported()
-    return cpu_bf16_native()
-
-
-def enable_checkpointing(model: Any) -> None:
-    """Recompute activations in the backward pass (non-reentrant; transformers 5 name first)."""
-    kwargs = {"use_reentrant": False}
-    if hasattr(model, "activation_checkpointing_enable"):
-        model.activation_checkpointing_enable(activation_checkpointing_kwargs=kwargs)
-    else:
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
-
-
-def blend_reward(
-    judge: float | None, verifiable: float | None, kind: str, weight: float
-) -> float | None:
-    """Training reward of one trajectory; None (no signal) when a needed part is missing."""
-    if kind == "judge":
-        return judge
-    if kind == "verifiable":
-        return verifiable
-    if judge is None or verifiable is None:
-        return None
-    return (1.0 - weight) * judge + weight * verifiable
-
-
-def _mean_std(xs: list[float]) -> tuple[float | None, float | None]:
-    if not xs:
-        return None, None
-    return statistics.fmean(xs), (statistics.pstdev(xs) if len(xs) > 1 else 0.0)
-
-
-def _write_json_atomic(path: Path, data: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + f".tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(data, indent=1, default=str))
-    with open(tmp, "rb") as fh:
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-
-
-def load_policy_model(cfg: TrainConfig) -> tuple[Any, Any, str]:
-    """The base model + tokenizer for ``policy.model`` and a short name for it."""
-    from rankgym.model import load_causal_lm, load_embedded
-
-    dtype = cfg.policy.dtype
-    if dtype == "auto":
-        dtype = "bfloat16" if use_bf16("auto", cfg.policy.device) else "float32"
-    if cfg.policy.model == "embedded":
-        model, tok = load_embedded(dtype, device=cfg.policy.device)
-        return model, tok, "embedded"
-    try:
-        model, tok = load_causal_lm(cfg.policy.model, dtype, device=cfg.policy.device)
-    except FileNotFoundError as e:
-        raise UserError(f"policy.model: {e}") from None
-    return model, tok, Path(cfg.policy.model).name
-
-
-def env_factory(env_id: str, kwargs: dict[str, Any], max_turns: int | None = None) -> Any:
-    """A zero-argument factory making ``env_id`` with ``kwargs`` (what the rollout takes)."""
-    from rankgym.envs.registry import UnknownEnvError, make
-    from rankgym.envs.rollout import EnvFactory
-
-    kw = dict(kwargs)
-    if max_turns is not None:
-        kw["max_turns"] = max_turns
-    try:
-        make(env_id, **kw)
-    except UnknownEnvError as e:
-        raise UserError(f"env.id: {e}") from None
-    except TypeError as e:
-        raise UserError(f"env.kwargs: {env_id} does not take these arguments: {e}") from None
-    except ValueError as e:
-        raise UserError(f"env.kwargs: {e}") from None
-    return EnvFactory(lambda: make(env_id, **kw), env_id)
-
-
 class Trainer:
     """Runs a :class:`TrainConfig` end to end (see the module docstring).
 
     ``out_dir``/``store_path`` override the config's. ``progress`` shows tqdm bars on stderr.
+    ``adapt_threads`` re-chooses torch threads before each phase (the CLI turns it on).
+    ``init_adapter`` is a peft adapter dir (e.g. from ``rankgym sft``) the LoRA starts from.
     """
 
     def __init__(
@@ -159,6 +91,8 @@ class Trainer:
         resume: bool = False,
         progress: bool = True,
         echo: Any = None,
+        adapt_threads: bool = False,
+        init_adapter: str | Path | None = None,
     ) -> None:
         if out_dir:
             cfg = cfg.model_copy(update={"out_dir": out_dir})
@@ -168,6 +102,8 @@ class Trainer:
         self.out = Path(cfg.out_dir)
         self.resume = resume
         self.progress = progress
+        self.adapt_threads = adapt_threads
+        self.init_adapter = Path(init_adapter) if init_adapter else None
         self.echo = echo or (lambda msg: log.info("%s", msg))
         if cfg.loss.importance_sampling_level == "sequence" and cfg.loss.type != "grpo":
             log.warning(
@@ -179,15 +115,15 @@ class Trainer:
     # ---- setup --------------------------------------------------------------------------
 
     def _run_identity(self) -> str:
-        run_file = self.out / "run.json"
+        """The run id: the saved one on resume, a new one otherwise (writes run.json)."""
         cfg_dump = self.cfg.model_dump(mode="json")
+        saved = ckpt.read_run(self.out)
         if self.resume:
-            if not run_file.is_file():
+            if saved is None:
                 raise UserError(
                     f"--resume: {str(self.out)!r} holds no run (no run.json); start without "
                     "--resume, or pass the --out of the run to continue"
                 )
-            saved = json.loads(run_file.read_text())
             old = saved["config"]
             diff = sorted(
                 k for k in set(old) | set(cfg_dump)
@@ -200,15 +136,17 @@ class Trainer:
                     "may change), or start a new run with another --out"
                 )
             return saved["run_id"]
-        if ckpt.latest_checkpoint(self.out) is not None or run_file.exists():
+        if ckpt.has_progress(self.out):
             raise UserError(
                 f"{str(self.out)!r} already holds a training run; pass --resume to continue it "
                 "or choose another --out"
             )
+        if saved is not None:  # a start that failed before its first step: reuse the dir
+            self.echo(f"{self.out}: earlier start never completed a step; starting afresh")
         run_id = (
             self.cfg.name or f"train-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid() % 10000:04d}"
         )
-        _write_json_atomic(run_file, {"run_id": run_id, "config": cfg_dump})
+        ckpt.write_run(self.out, run_id, cfg_dump)
         return run_id
 
     def _preflight(self) -> None:
@@ -220,77 +158,64 @@ class Trainer:
             check_device(self.cfg.policy.device)
         except ValueError as e:
             raise UserError(f"policy.device: {e}") from None
+        self.spec = None
         if self.cfg.reward.kind != "verifiable":
+            self.spec = judge_spec(self.cfg)
             try:
-                check_credentials(self._judge_spec())
+                check_credentials(self.spec)
             except ValueError as e:
                 raise UserError(f"judge.model: {e}") from None
+        if (
+            self.init_adapter is not None
+            and not (self.init_adapter / "adapter_config.json").is_file()
+        ):
+            raise UserError(
+                f"init adapter {str(self.init_adapter)!r} holds no adapter_config.json; pass the "
+                "adapter dir `rankgym sft` wrote"
+            )
+
+    def _check_env(self) -> int:
+        """Make the env (bad id/kwargs fail here) and check the task counts; returns max turns."""
+        cfg = self.cfg
+        self.env = make_env_factory(cfg.env.id, cfg.env.kwargs, cfg.env.max_turns)
+        probe = self.env()
+        self.success_threshold = float(getattr(probe, "success_threshold", 1.0))
+        for key, split, need in (
+            ("env.tasks_per_step", cfg.env.split, cfg.env.tasks_per_step),
+            ("eval.tasks", cfg.eval.split, 1 if (cfg.eval.at_end or cfg.eval.every) else 0),
+        ):
+            if not need:
+                continue
+            try:
+                have = len(probe.tasks(split))
+            except (ValueError, KeyError) as e:
+                raise UserError(f"{key}: {cfg.env.id} has no split {split!r} ({e})") from None
+            if need > have:
+                raise UserError(
+                    f"{key} = {need} but {cfg.env.id} has only {have} tasks in split "
+                    f"{split!r}; lower it or change env.kwargs"
+                )
+        return int(cfg.env.max_turns or getattr(probe, "max_turns", 1))
+
+    def _build_model(self) -> None:
+        self.model, self.tokenizer, self.model_name = build_lora_model(self.cfg, self.init_adapter)
 
     def setup(self) -> None:
-        from peft import LoraConfig, get_peft_model
-
-        from rankgym.envs.policies import TransformersPolicy, derive_seed
+        """Validate, load the model, then (only then) write run.json and open the store."""
         from rankgym.store import Store
 
         cfg = self.cfg
         self._preflight()
+        max_turns = self._check_env()
+        self._build_model()
+        self.optimizer, self.scheduler = make_optimizer(self.model, cfg)
+        self.bf16 = use_bf16(cfg.optim.bf16, cfg.policy.device)
+        self.update_settings = update_settings(cfg, max_turns, self.bf16)
         self.out.mkdir(parents=True, exist_ok=True)
         self.run_id = self._run_identity()
         self.store = Store(cfg.store_path)
         self.store.create_run(
             name=self.run_id, kind="train", config=cfg.model_dump(mode="json"), run_id=self.run_id
-        )
-        self.env = env_factory(cfg.env.id, cfg.env.kwargs, cfg.env.max_turns)
-        probe = self.env()
-        self.success_threshold = float(getattr(probe, "success_threshold", 1.0))
-        if cfg.env.tasks_per_step > len(probe.tasks(cfg.env.split)):
-            raise UserError(
-                f"env.tasks_per_step = {cfg.env.tasks_per_step} but {cfg.env.id} has only "
-                f"{len(probe.tasks(cfg.env.split))} tasks in split {cfg.env.split!r}"
-            )
-        max_turns = int(cfg.env.max_turns or getattr(probe, "max_turns", 1))
-
-        base, self.tokenizer, self.model_name = load_policy_model(cfg)
-        torch.manual_seed(derive_seed("lora-init", cfg.seed) % (2**63))
-        lora = LoraConfig(
-            r=cfg.lora.r,
-            lora_alpha=cfg.lora.alpha,
-            lora_dropout=cfg.lora.dropout,
-            target_modules=list(cfg.lora.target_modules),
-            task_type="CAUSAL_LM",
-        )
-        try:
-            with warnings.catch_warnings():  # peft reads transformers' deprecated attribute name
-                warnings.filterwarnings("ignore", "`is_gradient_checkpointing`", FutureWarning)
-                self.model = get_peft_model(base, lora)
-        except ValueError as e:
-            raise UserError(f"lora.target_modules: {e}") from None
-        if cfg.optim.gradient_checkpointing:
-            enable_checkpointing(self.model)
-        self.model.eval()
-        params = [p for p in self.model.parameters() if p.requires_grad]
-        self.optimizer = torch.optim.AdamW(
-            params, lr=cfg.optim.lr, betas=cfg.optim.betas, weight_decay=cfg.optim.weight_decay
-        )
-        warm = cfg.optim.warmup_steps
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
-            self.optimizer, lambda i: min(1.0, (i + 1) / warm) if warm else 1.0
-        )
-        self.bf16 = use_bf16(cfg.optim.bf16, cfg.policy.device)
-        self.update_settings = UpdateSettings(
-            loss=LossSettings(
-                loss_type=cfg.loss.type,
-                epsilon=cfg.loss.epsilon,
-                epsilon_high=cfg.loss.epsilon_high,
-                importance_sampling_level=cfg.loss.importance_sampling_level,
-                beta=cfg.loss.beta,
-                max_completion_length=cfg.loss.max_completion_length
-                or cfg.policy.max_new_tokens * max_turns,
-            ),
-            micro_batch_size=cfg.optim.micro_batch_size,
-            num_iterations=cfg.optim.num_iterations,
-            max_grad_norm=cfg.optim.max_grad_norm,
-            bf16=self.bf16,
         )
         self.start_step = 0
         if self.resume:
@@ -305,78 +230,53 @@ class Trainer:
             seed=cfg.seed,
             autocast=self.bf16,
         )
-        self.spec = None
-        if cfg.reward.kind != "verifiable":
-            self.spec = self._judge_spec()
-
-    def _judge_spec(self) -> Any:
-        from rankgym.judges.group_judge import default_spec
-
-        j = self.cfg.judge
-        rubric = None
-        if j.rubric:
-            p = Path(j.rubric)
-            if not p.is_file():
-                raise UserError(f"judge.rubric: file {j.rubric!r} does not exist")
-            rubric = p.read_text(encoding="utf-8")
-        params: dict[str, Any] = {"seed": self.cfg.seed}
-        if j.context_window:
-            params["context_window"] = j.context_window
-        if j.max_tokens:
-            params["max_tokens"] = j.max_tokens
-        if j.api_base:
-            params["extra"] = {"api_base": j.api_base}
-        return default_spec(j.model, rubric, **params)
 
     def policy_name(self, step: int) -> str:
         return f"{self.model_name}@step{step}"
 
     def _load_latest(self) -> None:
-        from peft import set_peft_model_state_dict
-        from safetensors.torch import load_file
-
-        path = ckpt.latest_checkpoint(self.out)
-        if path is None:
+        restored = ckpt.restore_latest(self.out, self.model, self.optimizer, self.scheduler)
+        if restored is None:
             self.echo(f"resume: no checkpoint in {self.out} yet; starting at step 0")
             return
-        weights = load_file(str(path / "adapter_model.safetensors"))
-        result = set_peft_model_state_dict(self.model, weights)
-        if getattr(result, "unexpected_keys", None):
-            raise RuntimeError(
-                f"checkpoint {path} has unexpected keys {result.unexpected_keys[:3]}"
-            )
-        state = ckpt.load_trainer_state(path)
-        self.optimizer.load_state_dict(state["optimizer"])
-        if state.get("scheduler") is not None:
-            self.scheduler.load_state_dict(state["scheduler"])
-        ckpt.set_rng_state(state["rng"])
-        self.start_step = int(state["step"])
-        meta = ckpt.read_meta(path)
+        path, self.start_step, meta = restored
         logged = {r["step"] for r in self.store.steps(self.run_id)}
         if self.start_step - 1 not in logged and meta.get("metrics"):
             self.store.log_step(self.run_id, self.start_step - 1, meta["metrics"])
         self.echo(f"resume: loaded {path.name}; continuing at step {self.start_step}")
 
+    def _phase_threads(self, timing: dict[str, Any], phase: str) -> None:
+        """Re-choose torch threads for ``phase`` from the free cores (when ``adapt_threads``)."""
+        if self.adapt_threads:
+            timing.setdefault("threads", {})[phase] = set_torch_threads()
+
     # ---- one step -------------------------------------------------------------------------
 
-    def _manifest(self, step: int) -> Path:
-        return self.out / "steps" / f"step-{step:06d}.json"
+    def _serve_adapter(self, step: int) -> str:
+        """Make the rollout policy serve adapter step ``step``; returns the name it must report.
+
+        The in-process policy *is* the trained model, so this only renames it; a backend that
+        serves the adapter elsewhere loads ``ckpt.latest_checkpoint(self.out)`` here.
+        """
+        expected = self.policy_name(step)
+        self.policy.name = expected
+        return expected
 
     def _rollout_and_judge(self, step: int) -> tuple[list[Group], dict[str, Any]]:
         from rankgym.envs.rollout import rollout_groups
 
         cfg = self.cfg
         timing: dict[str, Any] = {"reused_rollout": False}
-        man = self._manifest(step)
+        man = ckpt.manifest_path(self.out, step)
         if man.is_file():
             saved = json.loads(man.read_text())
             spec_hash = saved.get("spec_hash")
             groups = [self.store.get_group(gid, spec_hash) for gid in saved["group_ids"]]
             timing.update(saved.get("timing", {}), reused_rollout=True)
             return groups, timing
+        self._phase_threads(timing, "rollout")
         t0 = time.perf_counter()
-        expected = self.policy_name(step)
-        self.policy.name = expected
+        expected = self._serve_adapter(step)
         groups = rollout_groups(
             self.env,
             self.policy,
@@ -405,11 +305,12 @@ class Trainer:
             len(tu.completion_token_ids) for g in groups for t in g.trajectories for tu in t.turns
         )
         self.store.put_groups(groups)
-        t1 = time.perf_counter()
         judge_summary: dict[str, Any] = {}
         if self.spec is not None:
             from rankgym.judges.group_judge import judge_groups_sync, summarize
 
+            self._phase_threads(timing, "judge")
+            t1 = time.perf_counter()
             js = judge_groups_sync(
                 groups,
                 self.spec,
@@ -418,9 +319,11 @@ class Trainer:
                 concurrency=cfg.judge.concurrency,
             )
             judge_summary = summarize(js, self.spec.spec_hash)
-        timing["judge_s"] = time.perf_counter() - t1
+            timing["judge_s"] = time.perf_counter() - t1
+        else:
+            timing["judge_s"] = 0.0
         timing["judge"] = judge_summary
-        _write_json_atomic(
+        ckpt.write_json_atomic(
             man,
             {
                 "step": step,
@@ -433,36 +336,23 @@ class Trainer:
 
     def step(self, step: int) -> dict[str, Any]:
         """Run training step ``step`` (0-based); returns its metrics (also logged)."""
-        from rankgym.envs.policies import derive_seed
-
         cfg = self.cfg
         t_step = time.perf_counter()
         groups, timing = self._rollout_and_judge(step)
-        rewards: list[list[float | None]] = []
-        judge_scores, verif, train_r = [], [], []
-        unjudged = 0
-        for g in groups:
-            ok = g.judgement is not None and g.judgement.status == "ok"
-            unjudged += int(self.spec is not None and not ok)
-            smap = g.judgement.score_map() if ok else {}
-            row = []
-            for t in g.trajectories:
-                js, vr = smap.get(t.id), t.verifiable_reward
-                r = blend_reward(js, vr, cfg.reward.kind, cfg.reward.verifiable_weight)
-                row.append(r)
-                if js is not None:
-                    judge_scores.append(js)
-                if vr is not None:
-                    verif.append(vr)
-                if r is not None:
-                    train_r.append(r)
-            rewards.append(row)
-        adv = group_advantages(rewards, cfg.reward.scale_rewards)
+        sr = step_rewards(
+            groups,
+            judged=self.spec is not None,
+            kind=cfg.reward.kind,
+            verifiable_weight=cfg.reward.verifiable_weight,
+            hack_penalty=cfg.reward.hack_penalty,
+        )
+        adv = group_advantages(sr.rewards, cfg.reward.scale_rewards)
         samples = [
             Sample(trajectory_rows(t.turns), a)
             for g, advs in zip(groups, adv.values, strict=True)
             for t, a in zip(g.trajectories, advs, strict=True)
         ]
+        self._phase_threads(timing, "update")
         torch.manual_seed(derive_seed("update", cfg.seed, step) % (2**63))
         st = grpo_update(
             self.model,
@@ -472,56 +362,21 @@ class Trainer:
             pad_id=self.tokenizer.pad_token_id,
             scheduler=self.scheduler,
         )
-        no_signal = st.trained_trajectories == 0
-        n_traj = sum(len(g.trajectories) for g in groups)
-        rm, rs = _mean_std(train_r)
-        jm, jsd = _mean_std(judge_scores)
-        vm, vsd = _mean_std(verif)
-        judge = timing.get("judge") or {}
-        metrics: dict[str, Any] = {
-            "policy": self.policy_name(step),
-            "reward_kind": cfg.reward.kind,
-            "reward_mean": rm,
-            "reward_std": rs,
-            "judge_score_mean": jm,
-            "judge_score_std": jsd,
-            "verifiable_mean": vm,
-            "verifiable_std": vsd,
-            "success_rate": (
-                sum(v >= self.success_threshold for v in verif) / n_traj if n_traj else None
-            ),
-            "groups": len(groups),
-            "trajectories": n_traj,
-            "zero_variance_groups": adv.zero_variance_groups,
-            "unscored_trajectories": adv.unscored,
-            "unjudged_groups": unjudged,
-            "no_signal": no_signal,
-            "trained_trajectories": st.trained_trajectories,
-            "loss": st.loss,
-            "grad_norm": st.grad_norm,
-            "clip_fraction": st.clip_fraction,
-            "kl": st.kl,
-            "lr": self.scheduler.get_last_lr()[0],
-            "update_tokens": st.tokens,
-            "update_tokens_per_s": st.tokens_per_s,
-            "rollout_completion_tokens": timing.get("rollout_completion_tokens"),
-            "rollout_tokens_per_s": (
-                timing["rollout_completion_tokens"] / timing["rollout_s"]
-                if timing.get("rollout_s")
-                else None
-            ),
-            "judge_input_tokens": judge.get("input_tokens"),
-            "judge_output_tokens": judge.get("output_tokens"),
-            "judge_cost_usd": judge.get("cost_usd"),
-            "judge_latency_s_mean": judge.get("latency_s_mean"),
-            "judge_calls": judge.get("calls"),
-            "time_rollout_s": timing.get("rollout_s"),
-            "time_judge_s": timing.get("judge_s"),
-            "time_update_s": st.seconds,
-            "reused_rollout": timing.get("reused_rollout", False),
-            "bf16": self.bf16,
-        }
-        if no_signal:
+        metrics = step_metrics(
+            policy=self.policy_name(step),
+            reward_kind=cfg.reward.kind,
+            rewards=sr,
+            n_groups=len(groups),
+            n_trajectories=sum(len(g.trajectories) for g in groups),
+            success_threshold=self.success_threshold,
+            zero_variance_groups=adv.zero_variance_groups,
+            unscored=adv.unscored,
+            update=st,
+            lr=self.scheduler.get_last_lr()[0],
+            timing=timing,
+            bf16=self.bf16,
+        )
+        if metrics["no_signal"]:
             self.echo(
                 f"step {step}: no signal ({adv.zero_variance_groups}/{len(groups)} groups had "
                 "equal rewards); no optimizer step"
@@ -553,10 +408,10 @@ class Trainer:
 
     def evaluate(self, tag: str) -> dict[str, Any]:
         """Held-out success of base (adapter off) vs the current adapter, paired."""
-        from rankgym.envs.policies import TransformersPolicy
         from rankgym.trainer.evaluate import AdapterOffPolicy, evaluate_policies
 
         e = self.cfg.eval
+        self._phase_threads({}, "eval")
         cur = TransformersPolicy(
             self.model,
             self.tokenizer,
@@ -593,10 +448,12 @@ class Trainer:
             m = self.step(k)
             history.append(m)
             self.echo(
-                f"step {k + 1}/{cfg.steps}  reward {_fmt(m['reward_mean'])}"
-                f"  verifiable {_fmt(m['verifiable_mean'])}  success {_fmt(m['success_rate'])}"
+                f"step {k + 1}/{cfg.steps}  reward {_fmt_metric(m['reward_mean'])}"
+                f"  verifiable {_fmt_metric(m['verifiable_mean'])}"
+                f"  success {_fmt_metric(m['success_rate'])}"
                 f"  zero-var {m['zero_variance_groups']}/{m['groups']}"
-                f"  {m['time_step_s']:.0f}s (rollout {m['time_rollout_s'] or 0:.0f}s,"
+                + (f"  hack-penalized {m['hack_penalized']}" if m["hack_penalized"] else "")
+                + f"  {m['time_step_s']:.0f}s (rollout {m['time_rollout_s'] or 0:.0f}s,"
                 f" judge {m['time_judge_s'] or 0:.0f}s, update {m['time_update_s']:.0f}s)"
             )
             if cfg.eval.every and (k + 1) % cfg.eval.every == 0 and k + 1 < cfg.steps:
@@ -623,6 +480,7 @@ class Trainer:
             "reward_first": rewards[0] if rewards else None,
             "reward_last": rewards[-1] if rewards else None,
             "no_signal_steps": sum(bool(m["no_signal"]) for m in history),
+            "hack_penalized": sum(int(m.get("hack_penalized") or 0) for m in history),
             "reward_per_step": [
                 {
                     k: m.get(k)
@@ -637,5 +495,5 @@ class Trainer:
         return summary
 
 
-def _fmt(x: float | None) -> str:
+def _fmt_metric(x: float | None) -> str:
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.3f}"

@@ -7,6 +7,7 @@ import torch
 from peft import LoraConfig, get_peft_model
 from trainer_helpers import tiny_model
 
+from rankgym.model import enable_checkpointing
 from rankgym.trainer.grpo import (
     LossSettings,
     Sample,
@@ -16,7 +17,6 @@ from rankgym.trainer.grpo import (
     grpo_update,
     token_logprobs,
 )
-from rankgym.trainer.loop import enable_checkpointing
 
 
 def _peft(seed: int = 0):

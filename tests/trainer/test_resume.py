@@ -128,5 +128,31 @@ def test_resume_refuses_a_changed_config(tmp_path: Path):
 
     with pytest.raises(UserError, match="seed"):
         Trainer(changed, resume=True, progress=False).setup()
+    (tmp_path / "run" / "steps").mkdir()
+    (tmp_path / "run" / "steps" / "step-000000.json").write_text("{}")
     with pytest.raises(UserError, match="--resume"):
         Trainer(validate_config(cfg, TrainConfig), progress=False).setup()
+
+
+def test_a_bad_env_id_fails_before_writing_and_a_failed_start_leaves_the_dir_reusable(
+    tmp_path: Path,
+):
+    from rankgym.cli import UserError
+
+    model_dir = save_tiny_model(tmp_path / "tiny")
+    cfg = tiny_config(model_dir, tmp_path / "run", steps=1)
+    bad = validate_config({**cfg, "env": {**cfg["env"], "id": "CartPole-v1"}}, TrainConfig)
+    with pytest.raises(UserError, match="env.id"):
+        Trainer(bad, progress=False).setup()
+    assert not (tmp_path / "run").exists()  # nothing written
+    too_many = validate_config({**cfg, "env": {**cfg["env"], "tasks_per_step": 10**6}}, TrainConfig)
+    with pytest.raises(UserError, match="tasks_per_step"):
+        Trainer(too_many, progress=False).setup()
+    assert not (tmp_path / "run").exists()
+    # a start that died after run.json (no step done) does not block the next start
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "run.json").write_text(json.dumps({"run_id": "old", "config": {}}))
+    t = Trainer(validate_config(cfg, TrainConfig), progress=False)
+    t.setup()
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["run_id"] == t.run_id
+    t.store.close()

@@ -1,0 +1,186 @@
+"""Policy basics: the ``Generation`` record, the ``Policy`` protocol, seeds and chat rendering.
+
+Part of ``rankgym.envs.policies``. Rendering is shared by every backend that works from text:
+``render_text_protocol`` (models without native tool calling) and ``render_native`` (templates
+that take ``tools``); ``assistant_message`` turns generated text back into an OpenAI message.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from rankgym.envs.toolcalls import has_tool_call_markup, parse_text, protocol_prompt
+
+log = logging.getLogger(__name__)
+
+Messages = list[dict[str, Any]]
+Tools = list[dict[str, Any]]
+
+
+@dataclass
+class Generation:
+    """One assistant turn produced by a policy for one conversation.
+
+    ``message`` is an OpenAI assistant dict (``content`` and/or ``tool_calls`` with JSON-string
+    arguments). Token ids and logprobs are empty for policies without a local model.
+    ``error`` set means the policy could not produce this turn; the rollout driver ends that
+    episode with the error recorded. ``notes`` are things worth knowing (prompt truncated).
+    """
+
+    message: dict[str, Any]
+    prompt_token_ids: list[int] = field(default_factory=list)
+    completion_token_ids: list[int] = field(default_factory=list)
+    completion_logprobs: list[float] = field(default_factory=list)
+    policy: str = ""
+    text: str = ""
+    """The raw generated text, before tool-call parsing."""
+    completion_tokens: int = 0
+    """Completion length in tokens (from the ids, or the API's usage for remote models)."""
+    notes: list[str] = field(default_factory=list)
+    error: str | None = None
+
+
+@dataclass
+class EpisodeContext:
+    """What the rollout driver knows about a conversation, for policies that need it.
+
+    ``seed`` and ``turn`` make sampling reproducible per episode; ``task`` and ``env`` let the
+    oracle look up its script. Policies must work without a context where they can.
+    """
+
+    task: Any = None
+    env: Any = None
+    seed: int | None = None
+    turn: int = 0
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """Anything with a ``name`` and a batched ``generate``.
+
+    ``name`` identifies the policy and its weights in every ``Turn`` it produces (the trainer
+    sets it to e.g. ``embedded@step3`` after each update).
+    """
+
+    name: str
+
+    def generate(
+        self,
+        batch: list[Messages],
+        tools: list[Tools],
+        contexts: Sequence[EpisodeContext] | None = None,
+    ) -> list[Generation]: ...
+
+
+def derive_seed(*parts: Any) -> int:
+    """A stable 63-bit seed from any printable parts (not Python's salted ``hash``)."""
+    digest = hashlib.sha256(":".join(map(str, parts)).encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+def assistant_message(text: str) -> dict[str, Any]:
+    """Parse generated text into an assistant dict with OpenAI tool calls.
+
+    When calls are found the markup is removed from ``content`` (None if nothing is left);
+    when none are found the text is kept whole, so an env still sees broken markup and can
+    tell the agent what went wrong.
+    """
+    parsed = parse_text(text)
+    if parsed.tool_calls:
+        return {
+            "role": "assistant",
+            "content": parsed.content or None,
+            "tool_calls": parsed.tool_calls,
+        }
+    return {"role": "assistant", "content": text}
+
+
+def _args_obj(arguments: Any) -> Any:
+    if isinstance(arguments, str):
+        try:
+            return json.loads(arguments)
+        except ValueError:
+            return arguments
+    return arguments
+
+
+def render_calls(tool_calls: list[dict[str, Any]]) -> str:
+    return "\n".join(
+        "<tool_call>"
+        + json.dumps(
+            {
+                "name": tc["function"]["name"],
+                "arguments": _args_obj(tc["function"].get("arguments")),
+            },
+            ensure_ascii=False,
+        )
+        + "</tool_call>"
+        for tc in tool_calls
+    )
+
+
+def render_text_protocol(messages: Messages, tools: Tools) -> Messages:
+    """Rewrite a conversation for a model without native tool calling.
+
+    Only ``system``/``user``/``assistant`` roles remain, with string content: the protocol
+    instructions are added to the system message unless an env already put a ``<tool_call>``
+    example there; assistant tool calls become ``<tool_call>`` markup (unless the content already
+    holds it); tool results become ``<tool_response name="...">`` blocks in a user turn.
+    Consecutive messages of the same role are merged, for templates that insist on alternation.
+    """
+    out: Messages = []
+    instructions = protocol_prompt(tools)
+    has_protocol = any(
+        m.get("role") == "system" and has_tool_call_markup(m.get("content") or "") for m in messages
+    )
+    for m in messages:
+        role, content = m.get("role"), m.get("content") or ""
+        if role == "assistant" and m.get("tool_calls") and not has_tool_call_markup(content):
+            content = (content + "\n" if content else "") + render_calls(m["tool_calls"])
+        elif role == "tool":
+            name = m.get("name") or "tool"
+            role, content = "user", f'<tool_response name="{name}">\n{content}\n</tool_response>'
+        if out and out[-1]["role"] == role:
+            out[-1]["content"] += "\n" + content
+        else:
+            out.append({"role": role, "content": content})
+    if instructions and not has_protocol:
+        if out and out[0]["role"] == "system":
+            out[0]["content"] = (out[0]["content"] + "\n\n" + instructions).strip()
+        else:
+            out.insert(0, {"role": "system", "content": instructions})
+    return out
+
+
+def render_native(messages: Messages, tools: Tools) -> Messages:
+    """Messages for a template that takes ``tools``: arguments as dicts, None content as ''.
+
+    The env's text-protocol instructions are removed from the system message (the template
+    brings its own).
+    """
+    instructions = protocol_prompt(tools)
+    out: Messages = []
+    for m in messages:
+        m = {k: v for k, v in m.items() if v is not None}
+        m["content"] = m.get("content") or ""
+        if m["role"] == "system" and instructions and instructions in m["content"]:
+            m["content"] = m["content"].replace(instructions, "").strip()
+        if m.get("tool_calls"):
+            m["tool_calls"] = [
+                {
+                    "id": tc.get("id"),
+                    "type": "function",
+                    "function": {
+                        "name": tc["function"]["name"],
+                        "arguments": _args_obj(tc["function"].get("arguments")),
+                    },
+                }
+                for tc in m["tool_calls"]
+            ]
+        out.append(m)
+    return out

@@ -1,0 +1,143 @@
+"""Policies without a model: random text/tool calls (a reward floor) and the env's oracle.
+
+Part of ``rankgym.envs.policies``. The oracle replays ``env.oracle(task)`` turn by turn; it
+does not adapt to what the env answered (a script that goes wrong stays wrong).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+import string
+from collections.abc import Sequence
+from typing import Any
+
+from rankgym.envs.policies.base import (
+    EpisodeContext,
+    Generation,
+    Messages,
+    Tools,
+    derive_seed,
+    render_calls,
+)
+
+
+class RandomPolicy:
+    """Random text or random tool calls; no model. A floor for rewards and a stress test.
+
+    Half the turns (``p_tool``) call a random tool of the episode with random arguments of
+    roughly the right JSON types (sometimes unknown tools or unparsable arguments); the others
+    answer with random words and a random number. Seeded per episode and turn when the driver
+    passes a context.
+    """
+
+    def __init__(self, seed: int = 0, p_tool: float = 0.5, name: str = "random") -> None:
+        self.name = name
+        self.seed = seed
+        self.p_tool = p_tool
+        self._rng = random.Random(seed)
+
+    def generate(
+        self,
+        batch: list[Messages],
+        tools: list[Tools],
+        contexts: Sequence[EpisodeContext] | None = None,
+    ) -> list[Generation]:
+        out = []
+        for i, tool_list in enumerate(tools):
+            ctx = contexts[i] if contexts is not None else None
+            if ctx is not None and ctx.seed is not None:
+                rng = random.Random(derive_seed("random", self.seed, ctx.seed, ctx.turn))
+            else:
+                rng = random.Random(self._rng.getrandbits(63))
+            out.append(self._one(rng, tool_list))
+        return out
+
+    def _one(self, rng: random.Random, tool_list: Tools) -> Generation:
+        if tool_list and rng.random() < self.p_tool:
+            fn = rng.choice(tool_list).get("function", {})
+            name = fn.get("name", "tool") if rng.random() < 0.9 else _word(rng)
+            props = fn.get("parameters", {}).get("properties", {})
+            if rng.random() < 0.1:
+                arguments = "{" + _word(rng)  # not JSON
+            else:
+                arguments = json.dumps({k: _random_value(rng, v) for k, v in props.items()})
+            call = {
+                "id": "call_0",
+                "type": "function",
+                "function": {"name": name, "arguments": arguments},
+            }
+            message: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": [call]}
+            text = render_calls([call])
+        else:
+            words = [_word(rng) for _ in range(rng.randint(1, 8))]
+            text = " ".join(words) + f" {rng.randint(0, 10**6)}"
+            message = {"role": "assistant", "content": text}
+        return Generation(message=message, policy=self.name, text=text)
+
+
+def _word(rng: random.Random) -> str:
+    return "".join(rng.choice(string.ascii_lowercase) for _ in range(rng.randint(2, 9)))
+
+
+def _random_value(rng: random.Random, schema: dict[str, Any]) -> Any:
+    if "enum" in schema:
+        return rng.choice(schema["enum"])
+    kind = schema.get("type")
+    if kind is None and "anyOf" in schema:
+        kind = rng.choice(schema["anyOf"]).get("type")
+    if kind == "integer":
+        return rng.randint(-100, 1000)
+    if kind == "number":
+        return round(rng.uniform(-100, 1000), 2)
+    if kind == "boolean":
+        return rng.random() < 0.5
+    if kind == "array":
+        return [_random_value(rng, schema.get("items", {})) for _ in range(rng.randint(0, 3))]
+    if kind == "null":
+        return None
+    return " ".join(_word(rng) for _ in range(rng.randint(1, 3)))
+
+
+class OraclePolicy:
+    """Replays ``env.oracle(task)``: the k-th assistant turn of an episode is the script's k-th.
+
+    Needs the episode's task (and env) through ``EpisodeContext``, which the rollout driver
+    passes; without one it reports an error per conversation. When the script runs out or the
+    env has no oracle, the turn is an error (the episode ends with it recorded).
+    """
+
+    def __init__(self, env: Any = None, name: str = "oracle") -> None:
+        self.env = env
+        self.name = name
+
+    def generate(
+        self,
+        batch: list[Messages],
+        tools: list[Tools],
+        contexts: Sequence[EpisodeContext] | None = None,
+    ) -> list[Generation]:
+        out = []
+        for i, messages in enumerate(batch):
+            ctx = contexts[i] if contexts is not None else None
+            env = (ctx.env if ctx is not None else None) or self.env
+            task = ctx.task if ctx is not None else None
+            k = sum(m.get("role") == "assistant" for m in messages)
+            empty = {"role": "assistant", "content": ""}
+            if env is None or task is None:
+                err = "the oracle policy needs the episode's env and task (run it via rollout)"
+                out.append(Generation(message=empty, policy=self.name, error=err))
+                continue
+            script = env.oracle(task)
+            if not script:
+                err = f"env {getattr(env, 'env_id', type(env).__name__)} has no oracle"
+                out.append(Generation(message=empty, policy=self.name, error=err))
+            elif k >= len(script):
+                err = f"oracle script for task {task.id} has {len(script)} turns, asked for turn {k + 1}"
+                out.append(Generation(message=empty, policy=self.name, error=err))
+            else:
+                msg = copy.deepcopy(dict(script[k]))
+                msg["role"] = "assistant"
+                out.append(Generation(message=msg, policy=self.name, text=msg.get("content") or ""))
+        return out

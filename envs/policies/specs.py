@@ -1,0 +1,84 @@
+"""``make_policy(spec)``: the policy spec strings the CLI and the trainer accept.
+
+Part of ``rankgym.envs.policies``; the specs are listed in the package docstring.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rankgym.envs.policies.base import Policy
+from rankgym.envs.policies.litellm import LiteLLMPolicy
+from rankgym.envs.policies.scripted import OraclePolicy, RandomPolicy
+from rankgym.envs.policies.transformers import TransformersPolicy, _cpu_bf16_supported
+
+
+def make_policy(
+    spec: str,
+    env: Any = None,
+    *,
+    max_new_tokens: int | None = None,
+    temperature: float = 1.0,
+    top_p: float = 1.0,
+    seed: int = 0,
+) -> Policy:
+    """Build a policy from a spec string (see the module docstring for the specs).
+
+    ``max_new_tokens`` defaults to 96 for local models and 512 for LiteLLM models. Raises
+    ``rankgym.cli.UserError`` for an unknown spec or a missing model directory.
+    """
+    from rankgym.cli import UserError
+
+    sampling = {
+        "max_new_tokens": max_new_tokens or 96,
+        "temperature": temperature,
+        "top_p": top_p,
+        "seed": seed,
+    }
+    if spec in ("embedded", "transformers"):
+        from rankgym.model import shared_embedded
+
+        dtype = "bfloat16" if _cpu_bf16_supported() else "float32"
+        model, tok = shared_embedded(dtype)
+        return TransformersPolicy(model, tok, name="embedded", **sampling)
+    if spec.startswith("hf:"):
+        path, adapter = spec[3:], None
+        if "@" in path and not Path(path).is_dir():
+            path, adapter = path.rsplit("@", 1)
+        if not path or not Path(path).is_dir():
+            raise UserError(
+                f"--policy {spec}: {path!r} is not a directory; hf:PATH needs a local "
+                "transformers model directory (config.json + weights), optionally @ADAPTER_DIR"
+            )
+        if adapter is not None and not (Path(adapter) / "adapter_config.json").is_file():
+            raise UserError(
+                f"--policy {spec}: {adapter!r} holds no adapter_config.json; "
+                "@ADAPTER_DIR must be a peft adapter directory (e.g. a trainer checkpoint)"
+            )
+        from rankgym.model import load_causal_lm
+
+        dtype = "bfloat16" if _cpu_bf16_supported() else "float32"
+        model, tok = load_causal_lm(path, dtype=dtype)
+        if adapter is not None:
+            from peft import PeftModel
+
+            model = PeftModel.from_pretrained(model, adapter)
+            model.eval()
+        return TransformersPolicy(model, tok, name=spec, **sampling)
+    if spec.startswith("litellm:") and len(spec) > len("litellm:"):
+        return LiteLLMPolicy(
+            spec[len("litellm:") :],
+            temperature=temperature,
+            max_tokens=max_new_tokens or 512,
+            top_p=None if top_p == 1.0 else top_p,
+            seed=seed,
+        )
+    if spec == "random":
+        return RandomPolicy(seed=seed)
+    if spec == "oracle":
+        return OraclePolicy(env=env)
+    raise UserError(
+        f"unknown policy {spec!r}; use one of: embedded, hf:PATH[@ADAPTER_DIR], "
+        "litellm:MODEL (e.g. litellm:openai/gpt-4o-mini), random, oracle"
+    )

@@ -1,0 +1,99 @@
+"""``ToolUseEnv``: the env class over the ToolUse tools, tasks and answer checker.
+
+Part of ``rankgym.envs.tooluse`` (tasks, reward and hack signals in the package docstring).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from rankgym.envs.base import Env, EpisodeState, Task
+from rankgym.envs.tools import Tool
+from rankgym.envs.tooluse.answers import _region, check_answer, format_answer, numbers_in
+from rankgym.envs.tooluse.tasks import DIFFICULTIES, ToolUseTask, generate_tasks
+from rankgym.envs.tooluse.tools import TOOL_FAMILIES, _tool_objects
+
+FORMAT_CREDIT = 0.2
+
+
+class ToolUseEnv(Env):
+    """Tool-use tasks with verifiable answers (see the module docstring for tasks and reward)."""
+
+    env_id = "rankgym/ToolUse-v0"
+    max_turns = 6
+    success_threshold = 1.0
+    system_prompt = (
+        "You are a helpful assistant that solves small tasks. Use a tool when it helps. "
+        "End your final reply with the answer."
+    )
+    tools = tuple(fn for fns in TOOL_FAMILIES.values() for fn in fns)
+
+    def __init__(
+        self,
+        split: str = "train",
+        max_turns: int | None = None,
+        difficulty: str | Sequence[str] | None = None,
+        families: Sequence[str] | None = None,
+    ) -> None:
+        super().__init__(split=split, max_turns=max_turns)
+        diffs = (difficulty,) if isinstance(difficulty, str) else difficulty
+        for d in diffs or ():
+            if d not in DIFFICULTIES:
+                raise ValueError(f"unknown difficulty {d!r}; choose from {DIFFICULTIES}")
+        for f in families or ():
+            if f not in TOOL_FAMILIES:
+                raise ValueError(f"unknown family {f!r}; choose from {tuple(TOOL_FAMILIES)}")
+        self.difficulties = tuple(diffs) if diffs else DIFFICULTIES
+        self.families = tuple(families) if families else tuple(TOOL_FAMILIES)
+        self.tools = tuple(_tool_objects().values())
+
+    def tasks(self, split: str = "train") -> list[Task]:
+        return [
+            t
+            for t in generate_tasks()
+            if t.split == split and t.difficulty in self.difficulties and t.family in self.families
+        ]
+
+    def tools_for(self, task: Task) -> list[Tool]:
+        objs = _tool_objects()
+        return [objs[name] for name in task.tools]  # type: ignore[attr-defined]
+
+    def verify(self, task: Task, answer: Any, state: EpisodeState) -> float:
+        assert isinstance(task, ToolUseTask)
+        if isinstance(answer, str) and check_answer(task, answer):
+            return 1.0
+        good_call = any(r.ok and r.name in task.tools for r in state.tool_results)
+        return FORMAT_CREDIT if good_call else 0.0
+
+    def hack_signals_for(self, task: Task, state: EpisodeState) -> list[str]:
+        assert isinstance(task, ToolUseTask)
+        signals = []
+        answer = state.answer if isinstance(state.answer, str) else ""
+        correct = bool(answer) and check_answer(task, answer)
+        looked_up = any(r.ok and r.name == "lookup" for r in state.tool_results)
+        if task.family == "lookup" and correct and not looked_up:
+            signals.append("correct_without_lookup")
+        if task.answer_type == "number" and len(numbers_in(_region(answer))) >= 6:
+            signals.append("answer_spam")
+        return signals
+
+    def oracle(self, task: Task) -> list[dict[str, Any]]:
+        assert isinstance(task, ToolUseTask)
+        msgs: list[dict[str, Any]] = [
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": f"oracle_{i}",
+                        "type": "function",
+                        "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])},
+                    }
+                ],
+            }
+            for i, c in enumerate(task.solution)
+        ]
+        msgs.append({"role": "assistant", "content": f"The answer is {format_answer(task)}."})
+        return msgs

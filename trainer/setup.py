@@ -1,0 +1,150 @@
+"""Building what a training run needs from its config: env factory, judge spec, LoRA model,
+optimizer and GRPO update settings. Every config mistake becomes a ``UserError`` naming the key.
+
+What it does not do: write anything (``loop.Trainer.setup`` calls these before it writes
+run.json), or check credentials and devices (``Trainer._preflight``).
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from rankgym.cli import UserError
+from rankgym.envs.policies import derive_seed
+from rankgym.model import enable_checkpointing, load_policy_model
+from rankgym.trainer.config import TrainConfig
+from rankgym.trainer.grpo import LossSettings, UpdateSettings
+
+__all__ = [
+    "build_lora_model",
+    "judge_spec",
+    "make_env_factory",
+    "make_optimizer",
+    "update_settings",
+]
+
+
+def make_env_factory(env_id: str, kwargs: dict[str, Any], max_turns: int | None = None) -> Any:
+    """A zero-argument factory making ``env_id`` with ``kwargs`` (what the rollout takes).
+
+    Makes one env now, so a bad id or bad kwargs fail here with a ``UserError``.
+    """
+    from rankgym.envs.base import Env
+    from rankgym.envs.registry import UnknownEnvError, make
+    from rankgym.envs.rollout import EnvFactory
+
+    kw = dict(kwargs)
+    if max_turns is not None:
+        kw["max_turns"] = max_turns
+    not_ours = UserError(
+        f"env.id: {env_id!r} is a Gymnasium env but not a rankgym env (no tasks, tools or "
+        "judge view); `rankgym envs` lists the rankgym ones"
+    )
+    try:
+        env = make(env_id, **kw)
+    except UnknownEnvError as e:
+        raise UserError(f"env.id: {e}") from None
+    except TypeError as e:
+        try:
+            plain = make(env_id)
+        except Exception:
+            plain = None
+        if plain is not None and not isinstance(plain, Env):
+            raise not_ours from None
+        raise UserError(f"env.kwargs: {env_id} does not take these arguments: {e}") from None
+    except ValueError as e:
+        raise UserError(f"env.kwargs: {e}") from None
+    if not isinstance(env, Env):
+        raise not_ours
+    return EnvFactory(lambda: make(env_id, **kw), env_id)
+
+
+def judge_spec(cfg: TrainConfig) -> Any:
+    """The judge spec of a training config (raises ``UserError`` for a missing rubric file)."""
+    from rankgym.judges.group_judge import default_spec
+
+    j = cfg.judge
+    rubric = None
+    if j.rubric:
+        p = Path(j.rubric)
+        if not p.is_file():
+            raise UserError(f"judge.rubric: file {j.rubric!r} does not exist")
+        rubric = p.read_text(encoding="utf-8")
+    params: dict[str, Any] = {"seed": cfg.seed}
+    if j.context_window:
+        params["context_window"] = j.context_window
+    if j.max_tokens:
+        params["max_tokens"] = j.max_tokens
+    if j.api_base:
+        params["extra"] = {"api_base": j.api_base}
+    return default_spec(j.model, rubric, **params)
+
+
+def build_lora_model(cfg: TrainConfig, init_adapter: Path | None = None) -> tuple[Any, Any, str]:
+    """``(peft model, tokenizer, model name)``: a fresh seeded LoRA on the policy model, or the
+    trainable adapter at ``init_adapter`` (e.g. one ``rankgym sft`` wrote)."""
+    from peft import LoraConfig, PeftModel, get_peft_model
+
+    try:
+        base, tokenizer, name = load_policy_model(
+            cfg.policy.model, cfg.policy.dtype, cfg.policy.device
+        )
+    except FileNotFoundError as e:
+        raise UserError(f"policy.model: {e}") from None
+    torch.manual_seed(derive_seed("lora-init", cfg.seed) % (2**63))
+    with warnings.catch_warnings():  # peft reads transformers' deprecated attribute name
+        warnings.filterwarnings("ignore", "`is_gradient_checkpointing`", FutureWarning)
+        if init_adapter is not None:
+            model = PeftModel.from_pretrained(base, str(init_adapter), is_trainable=True)
+        else:
+            lora = LoraConfig(
+                r=cfg.lora.r,
+                lora_alpha=cfg.lora.alpha,
+                lora_dropout=cfg.lora.dropout,
+                target_modules=list(cfg.lora.target_modules),
+                task_type="CAUSAL_LM",
+            )
+            try:
+                model = get_peft_model(base, lora)
+            except ValueError as e:
+                raise UserError(f"lora.target_modules: {e}") from None
+    if cfg.optim.gradient_checkpointing:
+        enable_checkpointing(model)
+    model.eval()
+    return model, tokenizer, name
+
+
+def make_optimizer(model: Any, cfg: TrainConfig) -> tuple[torch.optim.Optimizer, Any]:
+    """AdamW over the trainable (LoRA) parameters and a linear-warmup LambdaLR."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(
+        params, lr=cfg.optim.lr, betas=cfg.optim.betas, weight_decay=cfg.optim.weight_decay
+    )
+    warm = cfg.optim.warmup_steps
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda i: min(1.0, (i + 1) / warm) if warm else 1.0
+    )
+    return optimizer, scheduler
+
+
+def update_settings(cfg: TrainConfig, max_turns: int, bf16: bool) -> UpdateSettings:
+    """The GRPO update settings of a config (dr_grpo's normaliser defaults to the turn budget)."""
+    return UpdateSettings(
+        loss=LossSettings(
+            loss_type=cfg.loss.type,
+            epsilon=cfg.loss.epsilon,
+            epsilon_high=cfg.loss.epsilon_high,
+            importance_sampling_level=cfg.loss.importance_sampling_level,
+            beta=cfg.loss.beta,
+            max_completion_length=cfg.loss.max_completion_length
+            or cfg.policy.max_new_tokens * max_turns,
+        ),
+        micro_batch_size=cfg.optim.micro_batch_size,
+        num_iterations=cfg.optim.num_iterations,
+        max_grad_norm=cfg.optim.max_grad_norm,
+        bf16=bf16,
+    )
