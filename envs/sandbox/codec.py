@@ -1,0 +1,121 @@
+"""The typed value codec shared by the sandbox's supervisor (in the child) and its caller.
+
+Only exact builtin types cross the process boundary, as JSON with their type names; the
+decoder rebuilds plain builtins and nothing else, so no object the candidate made, and no
+method it defined (``__eq__``, ``__bool__``, ``__hash__``...), ever reaches the grader. Stdlib
+only: the supervisor imports this file by path.
+"""
+
+from __future__ import annotations
+
+MAX_DEPTH = 40
+MAX_ITEMS = 100_000
+MAX_INT_DIGITS = 4000
+
+
+class CodecError(ValueError):
+    """A value that cannot be encoded or a message that is not a valid encoding."""
+
+
+def encode(value, depth=0, budget=None):
+    """A JSON-able, typed encoding of a value made of Python builtins.
+
+    ``None``, ``bool``, ``int``, ``float`` (nan/inf included), ``complex``, ``str``, ``bytes``,
+    ``list``, ``tuple``, ``dict``, ``set`` and ``frozenset`` keep their exact type; anything
+    else (a subclass included) becomes ``{"t": "opaque", "type": name}``, which equals nothing.
+    """
+    budget = budget if budget is not None else [MAX_ITEMS]
+    budget[0] -= 1
+    if budget[0] < 0 or depth > MAX_DEPTH:
+        raise CodecError("value too large or too deeply nested")
+    t = type(value)
+    if value is None:
+        return {"t": "none"}
+    if t is bool:
+        return {"t": "bool", "v": value}
+    if t is int:
+        s = int.__repr__(value)
+        if len(s) > MAX_INT_DIGITS:
+            raise CodecError("int too large")
+        return {"t": "int", "v": s}
+    if t is float:
+        return {"t": "float", "v": float.__repr__(value)}
+    if t is complex:
+        return {"t": "complex", "v": [float.__repr__(value.real), float.__repr__(value.imag)]}
+    if t is str:
+        return {"t": "str", "v": str.__str__(value)}
+    if t is bytes:
+        return {"t": "bytes", "v": bytes.hex(value)}
+    if t in (list, tuple, set, frozenset):  # exact builtin types: iteration cannot be patched
+        return {"t": t.__name__, "v": [encode(x, depth + 1, budget) for x in value]}
+    if t is dict:
+        pairs = dict.items(value)
+        return {
+            "t": "dict",
+            "v": [[encode(k, depth + 1, budget), encode(v, depth + 1, budget)] for k, v in pairs],
+        }
+    return {"t": "opaque", "type": str(getattr(t, "__name__", "?"))[:100]}
+
+
+class Opaque:
+    """A returned value of a non-builtin type: equal to nothing, not even itself."""
+
+    __slots__ = ("type_name",)
+
+    def __init__(self, type_name: str) -> None:
+        self.type_name = type_name
+
+    def __eq__(self, other):  # noqa: D105
+        return False
+
+    def __ne__(self, other):  # noqa: D105
+        return True
+
+    __hash__ = object.__hash__
+
+    def __bool__(self):  # an opaque value is never a truthy "pass"
+        return False
+
+    def __repr__(self):
+        return f"<{self.type_name} object>"
+
+
+def decode(obj, depth=0, budget=None):
+    """The value an ``encode`` result stands for; raises CodecError on anything else."""
+    budget = budget if budget is not None else [MAX_ITEMS]
+    budget[0] -= 1
+    if budget[0] < 0 or depth > MAX_DEPTH:
+        raise CodecError("encoded value too large or too deeply nested")
+    if type(obj) is not dict or type(obj.get("t")) is not str:
+        raise CodecError("not a typed value")
+    t, v = obj["t"], obj.get("v")
+    try:
+        if t == "none":
+            return None
+        if t == "bool" and type(v) is bool:
+            return v
+        if t == "int" and type(v) is str and len(v) <= MAX_INT_DIGITS + 1:
+            return int(v)
+        if t == "float" and type(v) is str and len(v) < 40:
+            return float(v)
+        if t == "complex" and type(v) is list and len(v) == 2:
+            return complex(float(v[0]), float(v[1]))
+        if t == "str" and type(v) is str:
+            return v
+        if t == "bytes" and type(v) is str:
+            return bytes.fromhex(v)
+        if t in ("list", "tuple", "set", "frozenset") and type(v) is list:
+            items = [decode(x, depth + 1, budget) for x in v]
+            return {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}[t](items)
+        if t == "dict" and type(v) is list:
+            out = {}
+            for pair in v:
+                if type(pair) is not list or len(pair) != 2:
+                    raise CodecError("bad dict pair")
+                out[decode(pair[0], depth + 1, budget)] = decode(pair[1], depth + 1, budget)
+            return out
+        if t == "opaque":
+            return Opaque(str(obj.get("type", "?"))[:100])
+    except (TypeError, ValueError, OverflowError) as e:
+        raise CodecError(f"bad {t} value: {e}") from None
+    raise CodecError(f"bad typed value of kind {t!r}")

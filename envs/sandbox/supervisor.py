@@ -1,0 +1,361 @@
+"""The in-sandbox supervisor: stdlib only, run as ``python -I -S supervisor.py`` by ``sandbox.py``.
+
+It reads one JSON request on stdin, isolates itself (new mount, network and pid namespaces when
+the kernel allows; hides the host's private directories under empty read-only tmpfs; a fresh
+size-limited tmpfs as the work dir; joins the cgroups the parent made), then forks the candidate:
+the candidate process gets its own session, resource limits, ``no_new_privs``, no supplementary
+groups, an unprivileged uid/gid, a scrubbed environment and the work dir as cwd. The supervisor
+stays root, out of the candidate's reach (a different uid cannot signal or ptrace it), enforces
+the wall-clock limit, kills what is left, checks the work dir's harness files, and writes one
+JSON report on its stdout.
+
+The candidate sends back only *values*: for each call, the return value encoded with its type
+(``encode`` below; ``decode`` is what the parent uses). The candidate controls its own process,
+so it can forge anything it sends, which is only ever its own answer; what the answer is checked
+against never enters this process.
+
+The codec lives in ``codec.py`` next to this file (imported by path: ``-I`` leaves the
+script's directory off ``sys.path``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import signal
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from codec import CodecError, decode, encode  # noqa: E402
+
+# ---- isolation (runs as root, before any candidate code) -----------------------------------
+
+CLONE_NEWNS, CLONE_NEWNET, CLONE_NEWPID = 0x00020000, 0x40000000, 0x20000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
+PR_SET_NO_NEW_PRIVS = 38
+HIDE_OPTS = "size=64k,mode=0755"
+
+
+def _libc():
+    import ctypes  # noqa: PLC0415 - only the supervisor needs it
+
+    return ctypes.CDLL(None, use_errno=True), ctypes
+
+
+def _mount(libc, ctypes, src, target, fstype, flags, data):
+    enc = [None if x is None else x.encode() for x in (src, target, fstype, data)]
+    if libc.mount(enc[0], enc[1], enc[2], flags, enc[3]) != 0:
+        raise OSError(ctypes.get_errno(), f"mount {target}")
+
+
+def isolate(req, iso):
+    """Enter new namespaces and hide directories; records what worked in ``iso``."""
+    libc, ctypes = _libc()
+    flags = {"mount_ns": CLONE_NEWNS, "net_ns": CLONE_NEWNET, "pid_ns": CLONE_NEWPID}
+    for name, flag in flags.items():
+        iso[name] = bool(req.get("namespaces", True)) and libc.unshare(flag) == 0
+    work = req["workdir"]
+    if iso["mount_ns"]:
+        try:
+            _mount(libc, ctypes, None, "/", None, MS_REC | MS_PRIVATE, None)
+            keep = [(k, os.open(k, os.O_RDONLY | os.O_DIRECTORY)) for k in req.get("keep", [])]
+            hidden = []
+            for path in req.get("hide", []):
+                try:
+                    _mount(libc, ctypes, "none", path, "tmpfs", MS_NOSUID | MS_NODEV, HIDE_OPTS)
+                    hidden.append(path)
+                except OSError:
+                    continue
+                for k, fd in keep:  # put the interpreter's own tree back where it was
+                    if k.startswith(path + "/"):
+                        os.makedirs(k, mode=0o755, exist_ok=True)
+                        _mount(libc, ctypes, f"/proc/self/fd/{fd}", k, None, MS_BIND | MS_REC, None)
+            for _k, fd in keep:
+                os.close(fd)
+            os.makedirs(work, exist_ok=True)  # inside the fresh /tmp when /tmp was hidden
+            size = int(req["limits"]["workdir_bytes"])
+            opts = f"size={size},mode=0700,uid={req['uid']},gid={req['gid']}"
+            _mount(libc, ctypes, "none", work, "tmpfs", MS_NOSUID | MS_NODEV, opts)
+            iso["hidden"], iso["workdir_tmpfs"] = hidden, True
+        except OSError as e:
+            iso["mount_error"] = str(e)
+    for name, content in req.get("files", {}).items():
+        path = os.path.join(work, name)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(content)
+        os.chown(path, req["uid"], req["gid"])
+    os.chown(work, req["uid"], req["gid"])
+    os.chmod(work, 0o700)
+    for procs in req.get("cgroups", []):
+        try:
+            with open(procs, "w") as f:
+                f.write("0")  # this process; the candidate inherits it
+            iso.setdefault("cgroups", []).append(procs)
+        except OSError as e:
+            iso.setdefault("cgroup_errors", []).append(f"{procs}: {e}")
+    return libc, ctypes
+
+
+# ---- the candidate process ---------------------------------------------------------------------
+
+_FILE_OPS = frozenset(
+    "os.remove os.rename os.rmdir os.truncate os.chmod os.chown os.link os.symlink os.utime "
+    "shutil.rmtree shutil.move".split()
+)
+_WATCH = _FILE_OPS | frozenset(
+    "open socket.__new__ socket.connect socket.bind socket.getaddrinfo socket.sendto os.system "
+    "os.exec os.posix_spawn os.spawn os.fork os.forkpty subprocess.Popen os.kill os.killpg "
+    "signal.pthread_kill sys.addaudithook ctypes.dlopen ctypes.dlsym sys.settrace "
+    "sys.setprofile".split()
+)
+
+
+def _candidate(req, out_w, err_w, res_w, libc, iso):
+    """Runs in the forked child: drop to the candidate's rights, run its code, report values."""
+    import resource  # noqa: PLC0415
+
+    if iso.get("pid_ns") and iso.get("mount_ns"):
+        with contextlib.suppress(OSError):
+            _mount(
+                libc, _libc()[1], "proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None
+            )
+    os.setsid()
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+    os.dup2(out_w, 1)
+    os.dup2(err_w, 2)
+    os.dup2(res_w, 3)
+    os.closerange(4, 1 << 16)
+    lim = req["limits"]
+    for res, value in (
+        (resource.RLIMIT_CPU, (lim["cpu_s"], lim["cpu_s"] + 1)),
+        (resource.RLIMIT_AS, (lim["memory_bytes"],) * 2),
+        (resource.RLIMIT_FSIZE, (lim["file_bytes"],) * 2),
+        (resource.RLIMIT_NOFILE, (lim["open_files"],) * 2),
+        (resource.RLIMIT_NPROC, (lim["processes"],) * 2),
+        (resource.RLIMIT_CORE, (0, 0)),
+    ):
+        resource.setrlimit(res, value)
+    libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    if os.geteuid() == 0:
+        os.setgroups([])
+        os.setgid(req["gid"])
+        os.setuid(req["uid"])
+    os.chdir(req["workdir"])
+    os.environ.clear()
+    os.environ.update({"PATH": "/usr/bin:/bin", "HOME": req["workdir"], "LANG": "C.UTF-8"})
+    sys.stdout = open(1, "w", encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115
+    sys.stderr = open(2, "w", encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115
+    work, guarded = req["workdir"], tuple(req.get("guarded", ()))
+    keep = tuple(req.get("quiet_prefixes", ()))
+    sensitive = tuple(req.get("sensitive", ()))
+
+    def send(msg):
+        data = (json.dumps(msg) + "\n").encode()
+        with contextlib.suppress(OSError):
+            os.write(3, data)
+
+    armed = [False]
+
+    def hook(event, args):
+        if not armed[0] or event not in _WATCH:
+            return
+        detail = ""
+        if args and isinstance(args[0], (str, bytes)):
+            detail = os.fsdecode(args[0])[:300]
+        if event == "open":
+            if not detail:
+                return
+            path = os.path.normpath(os.path.join(work, detail))
+            mode = str(args[1]) if len(args) > 1 and args[1] is not None else "r"
+            writing = any(c in mode for c in "wax+") or (
+                len(args) > 2 and isinstance(args[2], int) and args[2] & 3
+            )
+            low = path.lower()
+            if any(s in low for s in sensitive) or os.path.basename(path) in guarded:
+                send({"event": "harness_file", "path": path, "write": bool(writing)})
+            elif not (path == work or path.startswith(work + "/")) and not path.startswith(keep):
+                send({"event": "outside_file", "path": path, "write": bool(writing)})
+            return
+        if event in _FILE_OPS:
+            path = os.path.normpath(os.path.join(work, detail)) if detail else ""
+            if os.path.basename(path) in guarded or any(s in path.lower() for s in sensitive):
+                send({"event": "harness_file", "path": path, "write": True})
+            return
+        send({"event": event, "detail": detail})
+
+    sys.addaudithook(hook)
+    code = req["code"]
+    status = {"stage": "parse"}
+    try:
+        compiled = compile(code, "solution.py", "exec")
+    except (SyntaxError, ValueError) as e:
+        send({"stage": "parse_error", "error": f"{type(e).__name__}: {e}"})
+        os._exit(0)
+    name = "__main__" if req["mode"] == "script" else "solution"
+    ns = {"__name__": name, "__builtins__": __builtins__}
+    send({"stage": "parsed"})
+    status["stage"] = "import"
+    calls = [decode(c) for c in req.get("calls", [])] if req["mode"] == "calls" else []
+    armed[0] = True
+    try:
+        exec(compiled, ns)  # noqa: S102 - this process exists to run untrusted code
+    except BaseException as e:  # noqa: BLE001 - SystemExit included: reported, not obeyed
+        armed[0] = False
+        import traceback  # noqa: PLC0415
+
+        traceback.print_exc()
+        send({"stage": "import_error", "error": f"{type(e).__name__}: {e}"[:500]})
+        os._exit(0)
+    send({"stage": "imported"})
+    if req["mode"] == "calls":
+        fn = ns.get(req["entry_point"])
+        if not callable(fn):
+            send({"stage": "import_error", "error": f"no function named {req['entry_point']}"})
+            os._exit(0)
+        for i, args in enumerate(calls):
+            try:
+                value = fn(*args)
+                try:
+                    msg = {"i": i, "ok": encode(value)}
+                except CodecError as e:
+                    msg = {"i": i, "error": f"unencodable return value: {e}"}
+            except BaseException as e:  # noqa: BLE001
+                msg = {"i": i, "error": f"{type(e).__name__}: {str(e)[:200]}"}
+            send(msg)
+    armed[0] = False
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except Exception:  # noqa: BLE001
+        pass
+    send({"stage": "done"})
+    os._exit(0)
+
+
+# ---- the supervisor loop -----------------------------------------------------------------------
+
+
+def _read_pipes(fds, pid, deadline, caps):
+    """Collect the child's output (capped) until it exits or the deadline passes."""
+    bufs = {fd: bytearray() for fd in fds}
+    total = {fd: 0 for fd in fds}
+    timed_out = over = False
+    status = None
+    open_fds = list(fds)
+    while True:
+        if status is None:
+            done, st = os.waitpid(pid, os.WNOHANG)
+            if done:
+                status = st
+        left = deadline - time.monotonic()
+        if status is not None and not open_fds:
+            break
+        if left <= 0:
+            timed_out = status is None
+            break
+        r, _, _ = select.select(open_fds, [], [], min(left, 0.05)) if open_fds else ([], [], [])
+        if not open_fds:
+            time.sleep(min(left, 0.005))
+        for fd in r:
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                open_fds.remove(fd)
+                continue
+            total[fd] += len(chunk)
+            room = caps[fd] - len(bufs[fd])
+            if room > 0:
+                bufs[fd] += chunk[:room]
+            if total[fd] > caps[fd] * 64:
+                over = True
+        if over:
+            break
+        if status is not None and not r:
+            break  # the child is gone and its pipes are quiet (descendants may hold them)
+    return bufs, total, status, timed_out, over
+
+
+def _kill_all(pid, iso):
+    """SIGKILL the candidate's session and, without a pid namespace, everything in its cgroup."""
+    with contextlib.suppress(OSError):
+        os.killpg(pid, signal.SIGKILL)
+    with contextlib.suppress(OSError):
+        os.kill(pid, signal.SIGKILL)
+    for procs in iso.get("cgroups", []):
+        try:
+            with open(procs) as f:
+                pids = [int(x) for x in f.read().split()]
+        except OSError:
+            continue
+        for p in pids:
+            if p != os.getpid():
+                with contextlib.suppress(OSError):
+                    os.kill(p, signal.SIGKILL)
+
+
+def _workdir_report(req):
+    files = {}
+    for root, _dirs, names in os.walk(req["workdir"]):
+        for n in names[:200]:
+            p = os.path.join(root, n)
+            key = os.path.relpath(p, req["workdir"])
+            try:
+                with open(p, "rb") as f:
+                    files[key] = f.read(1 << 20).decode("utf-8", "replace")
+            except OSError:
+                files[key] = None
+    changed = [n for n, c in req.get("files", {}).items() if files.get(n) != c]
+    return changed, len(files)
+
+
+def main():
+    t0 = time.monotonic()
+    req = json.loads(sys.stdin.buffer.read().decode("utf-8"))
+    report_fd = os.dup(1)
+    iso = {"uid": req["uid"]}
+    libc, _ = isolate(req, iso)
+    pipes = [os.pipe() for _ in range(3)]
+    pid = os.fork()
+    if pid == 0:
+        try:
+            _candidate(req, pipes[0][1], pipes[1][1], pipes[2][1], libc, iso)
+        except BaseException as e:  # noqa: BLE001 - a supervisor bug: say so on the result pipe
+            msg = {"stage": "import_error", "error": f"sandbox: {type(e).__name__}: {e}"}
+            os.write(3, (json.dumps(msg) + "\n").encode())
+        finally:
+            os._exit(70)
+    for _r, w in pipes:
+        os.close(w)
+    lim = req["limits"]
+    fds = [p[0] for p in pipes]
+    caps = {fds[0]: lim["output_chars"], fds[1]: lim["output_chars"], fds[2]: lim["result_bytes"]}
+    bufs, total, status, timed_out, over = _read_pipes(fds, pid, t0 + lim["wall_s"], caps)
+    _kill_all(pid, iso)
+    if status is None:
+        _, status = os.waitpid(pid, 0)
+    exit_code = os.waitstatus_to_exitcode(status)
+    changed, n_files = _workdir_report(req)
+    report = {
+        "stdout": bufs[fds[0]].decode("utf-8", "replace"),
+        "stderr": bufs[fds[1]].decode("utf-8", "replace"),
+        "stdout_total": total[fds[0]],
+        "stderr_total": total[fds[1]],
+        "results": bufs[fds[2]].decode("utf-8", "replace"),
+        "results_total": total[fds[2]],
+        "exit_code": exit_code,
+        "timed_out": timed_out,
+        "output_limit": over,
+        "harness_changed": changed,
+        "n_files": n_files,
+        "isolation": iso,
+        "wall_s": round(time.monotonic() - t0, 4),
+    }
+    os.write(report_fd, json.dumps(report).encode())
+    os.close(report_fd)
+
+
+if __name__ == "__main__":
+    main()
