@@ -67,6 +67,10 @@ BUILTINS: dict[str, dict[str, Any]] = {
         "entry_point": "rankgym.envs.email.env:EmailSearchEnv",
         "nondeterministic": True,
     },
+    "rankgym/CodeTests-v0": {
+        "entry_point": "rankgym.envs.code.env:CodeTestsEnv",
+        "nondeterministic": True,
+    },
 }
 
 
