@@ -20,7 +20,7 @@ from typing import Any
 from rankgym.errors import RankgymError
 from rankgym.types import JudgeSpec
 
-from .parse import JudgeOutputError
+from .parse import JudgeOutputError, clean_text
 from .record import Presentation
 from .spec import RANKGYM_EXTRA
 
@@ -106,16 +106,15 @@ def _cost(resp: Any) -> float | None:
 
 async def call_judge(spec: JudgeSpec, messages: list[dict[str, str]], retry: RetryPolicy) -> Reply:
     """One ``litellm.acompletion`` call (no retry); raises what LiteLLM raises."""
-    import litellm
+    from . import router  # through the LiteLLM Router when one serves spec.model
 
-    resp = await asyncio.wait_for(
-        litellm.acompletion(**litellm_kwargs(spec, messages, retry.timeout_s)),
-        timeout=retry.timeout_s + 5,
+    resp = await router.acompletion(
+        retry.timeout_s + 5, **litellm_kwargs(spec, messages, retry.timeout_s)
     )
     text = resp.choices[0].message.content or "" if resp.choices else ""
     usage = getattr(resp, "usage", None)
     return Reply(
-        text=text,
+        text=clean_text(text),
         input_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
         output_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
         cost_usd=_cost(resp),
@@ -126,6 +125,10 @@ def is_retryable(e: BaseException) -> bool:
     """Whether another attempt may succeed (bad output, timeouts, rate limits, 5xx)."""
     import openai
 
+    from .router import RetryBudgetExhausted
+
+    if isinstance(e, RetryBudgetExhausted):  # it already waited as long as allowed
+        return False
     if isinstance(e, JudgeOutputError | asyncio.TimeoutError | TimeoutError):
         return True
     return not isinstance(

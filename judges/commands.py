@@ -14,9 +14,12 @@ import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rankgym.cli import Command, UserError
+
+if TYPE_CHECKING:
+    from rankgym.store import Store
 
 DEFAULT_JUDGE = "local/smollm2"
 
@@ -65,10 +68,19 @@ def _spec_from_args(args: argparse.Namespace) -> Any:
             "local/smollm2, openai/gpt-4.1-mini, anthropic/claude-sonnet-4-5, ollama/qwen3:8b"
         )
     params: dict[str, Any] = {"seed": args.seed}
-    if args.context_window:
-        params["context_window"] = args.context_window
-    if args.max_tokens:
+    if args.max_tokens is not None:
+        if args.max_tokens < 1:
+            raise UserError(f"--max-tokens must be at least 1 (got {args.max_tokens})")
         params["max_tokens"] = args.max_tokens
+    if args.context_window is not None:
+        answer = args.max_tokens or (512 if args.judge.startswith("local/") else 2048)
+        if args.context_window <= answer:
+            raise UserError(
+                f"--context-window {args.context_window} leaves no room for the request: it "
+                f"must be larger than the answer budget (--max-tokens {answer}); pass the "
+                "judge's whole context in tokens, e.g. --context-window 8192"
+            )
+        params["context_window"] = args.context_window
     if args.api_base:
         params["extra"] = {"api_base": args.api_base}
     return default_spec(args.judge, rubric, **params)
@@ -94,6 +106,10 @@ def _judge(args: argparse.Namespace) -> dict[str, Any]:
         raise UserError("--concurrency must be at least 1")
     if args.attempts < 1:
         raise UserError("--attempts must be at least 1")
+    if args.limit is not None and args.limit < 1:
+        raise UserError(f"--limit must be at least 1 (got {args.limit}); leave it out to judge all")
+    if not args.timeout > 0:
+        raise UserError(f"--timeout must be a positive number of seconds (got {args.timeout})")
     spec = _spec_from_args(args)
     store = _open_store(args.store)
     try:
@@ -114,21 +130,35 @@ def _judge(args: argparse.Namespace) -> dict[str, Any]:
         store.close()
 
 
-def _dry_run(args: argparse.Namespace, spec: Any, store: Any, ids: list[str]) -> dict[str, Any]:
-    from .group_judge import presentation_cache_key, presentation_orders
-    from .prompt import build_prompt, count_tokens
-    from .spec import context_budget, ensure_provider
+def _dry_run(args: argparse.Namespace, spec: Any, store: Store, ids: list[str]) -> dict[str, Any]:
+    """Build every request the judge would send, count its tokens, and send nothing.
 
+    Never loads or converts the local model (token counts for ``local/`` are estimates until
+    its first real load); every string printed has its control characters escaped.
+    """
+    from rankgym.terminal import printable
+
+    from .group_judge import presentation_cache_key, presentation_orders
+    from .prompt import build_prompt, count_tokens, exact_token_counts, twins
+    from .spec import context_budget, ensure_provider, quiet_litellm
+
+    quiet_litellm()
     ensure_provider(spec.model)  # registers local/ prices (0); loads no model
     budget = context_budget(spec)
     groups_out, total_in, requests, cached = [], 0, 0, 0
-    n_traj = 0
+    n_shown = 0
     for gid in ids:
         g = store.get_group(gid)
-        n_traj += len(g.trajectories)
-        orders = presentation_orders(
-            [t.id for t in g.trajectories], args.permutations, spec.seed, g.content_hash()
-        )
+        copies = twins(g.trajectories)
+        shown = [t.id for t in g.trajectories if t.id not in copies]
+        n_shown += len(shown)
+        if not shown:
+            groups_out.append({"group_id": gid, "presentations": [], "note": "no trajectories"})
+            if not args.json:
+                print(f"=== group {printable(gid, one_line=True)}: no trajectories, nothing "
+                      "to judge (stored as unjudged) ===")  # fmt: skip
+            continue
+        orders = presentation_orders(shown, args.permutations, spec.seed, g.content_hash())
         pres = []
         for k, order in enumerate(orders):
             hit = (
@@ -155,29 +185,32 @@ def _dry_run(args: argparse.Namespace, spec: Any, store: Any, ids: list[str]) ->
                 state = (
                     "cached, no call" if hit else "fits" if fits else "too large: would be split"
                 )
-                print(f"=== group {gid} ({len(g.trajectories)} trajectories) presentation "
-                      f"{k + 1}/{len(orders)}: {n} input tokens ({state}) ===")  # fmt: skip
+                same = f", {len(copies)} identical shown once" if copies else ""
+                print(f"=== group {printable(gid, one_line=True)} ({len(g.trajectories)} "
+                      f"trajectories{same}) presentation {k + 1}/{len(orders)}: {n} input "
+                      f"tokens ({state}) ===")  # fmt: skip
                 for m in prompt.messages:
-                    print(f"--- {m['role']} ---\n{m['content']}")
-        groups_out.append({"group_id": gid, "presentations": pres})
-    est_out = 60 * n_traj * args.permutations
+                    print(f"--- {m['role']} ---\n{printable(m['content'])}")
+        groups_out.append({"group_id": gid, "presentations": pres, "identical": copies})
+    est_out = 60 * n_shown * args.permutations
     cost = None
     try:
         import litellm
 
-        litellm.suppress_debug_info = True  # no "Provider List" banner on stdout
         p_in, p_out = litellm.cost_per_token(
             model=spec.model, prompt_tokens=total_in, completion_tokens=est_out
         )
         cost = p_in + p_out
-    except Exception:
+    except Exception:  # LiteLLM has no price for this model: the cost is unknown (None)
         pass
+    exact = exact_token_counts(spec.model)
     summary = {
         "dry_run": True,
         "groups": len(ids),
         "requests": requests,
         "cached": cached,
         "input_tokens": total_in,
+        "token_counts": "exact" if exact else "estimate",
         "estimated_output_tokens": est_out,
         "estimated_cost_usd": cost,
         "judged": 0,
@@ -190,19 +223,22 @@ def _dry_run(args: argparse.Namespace, spec: Any, store: Any, ids: list[str]) ->
     }
     if not args.json:
         money = f", about ${cost:.4f}" if cost is not None else ""
+        approx = "" if exact else " (estimated: the judge's own tokenizer is not at hand)"
         print(
-            f"dry run: {len(ids)} groups, {requests} requests, {total_in} input tokens "
-            f"(+~{est_out} output{money}), {cached} presentations cached; judge {spec.model}, "
-            f"spec {spec.spec_hash}; nothing was sent"
+            f"dry run: {len(ids)} groups, {requests} requests, {total_in} input tokens{approx} "
+            f"(+~{est_out} output{money}), {cached} presentations cached; judge "
+            f"{printable(spec.model, one_line=True)}, spec {spec.spec_hash}; nothing was sent"
         )
     return summary
 
 
-def _judge_all(args: argparse.Namespace, spec: Any, store: Any, ids: list[str]) -> dict[str, Any]:
+def _judge_all(args: argparse.Namespace, spec: Any, store: Store, ids: list[str]) -> dict[str, Any]:
     from tqdm import tqdm
 
     from .group_judge import GroupJudge, RetryPolicy, summarize
+    from .spec import quiet_litellm
 
+    quiet_litellm()
     store.put_judge_spec(spec)
     if spec.model.startswith("local/") and ids:
         from rankgym.model import set_torch_threads
@@ -279,8 +315,18 @@ def _agreement(args: argparse.Namespace) -> dict[str, Any]:
             raise UserError(str(e)) from None
     finally:
         store.close()
+    if not report["n_judged"] and not report["n_labeled"]:
+        raise UserError(
+            f"store {args.store!r} has no judged groups"
+            + (f" under spec {args.spec!r}" if args.spec else "")
+            + f"; run `rankgym judge --store {args.store}` first"
+        )
+    if not report["n_judged"]:
+        report["hint"] = f"no judged groups: run `rankgym judge --store {args.store}` first"
     if not args.json:
         print(format_report(report))
+        if report.get("hint"):
+            print(report["hint"])
         if rows:
             print("\ngroups where the judge and people disagree most:")
             print(f"  {'group':<24} {'tau_b':>6} {'pairs':>6}  judge top -> people top")

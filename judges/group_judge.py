@@ -51,8 +51,8 @@ from .calling import (
     is_context_error,
     is_retryable,
 )
-from .parse import JudgeOutputError, parse_judge_output
-from .prompt import PROMPT_FORMAT, JudgePrompt, build_prompt, count_tokens
+from .parse import JudgeOutputError, parse_judge_reply
+from .prompt import PROMPT_FORMAT, JudgePrompt, build_prompt, count_tokens, twins
 from .record import Presentation, judge_summary
 from .signals import VERIFIER_PASS, judge_hack_signals
 from .spec import (
@@ -62,6 +62,7 @@ from .spec import (
     default_spec,
     ensure_provider,
     missing_credentials,
+    quiet_litellm,
 )
 from .subsets import merge_subset_scores, overlapping_windows
 
@@ -115,6 +116,29 @@ def presentation_cache_key(group: Group, order: list[str], tools: Any) -> str:
     )
 
 
+def _with_copies(rec: Presentation, copies: dict[str, str]) -> Presentation:
+    """A copy of ``rec`` whose score maps also hold each twin (with its original's values)."""
+    out = Presentation.from_dict(rec.to_dict())
+    if copies:
+        out.copies = dict(copies)
+        for twin, src in copies.items():
+            out.scores[twin] = out.scores[src]
+            out.rationales[twin] = out.rationales.get(src, "")
+            out.hack_suspected[twin] = out.hack_suspected.get(src, False)
+    return out
+
+
+def _storable(rec: Presentation) -> bool:
+    """Whether ``rec`` round-trips through JSON and UTF-8 (else it is not cached: a cached
+    record that cannot be read back would fail every rerun)."""
+    try:
+        json.dumps(rec.to_dict(), allow_nan=False).encode("utf-8")
+    except (TypeError, ValueError):
+        log.warning("judge record for order %s is not storable; not cached", rec.order)
+        return False
+    return True
+
+
 def _retry_messages(prompt: JudgePrompt, text: str, err: Exception) -> list[dict[str, str]]:
     """The request again, with the rejected reply and why it was rejected."""
     return [
@@ -150,6 +174,7 @@ class GroupJudge:
         self.tools = tools or {}
         self.budget = context_budget(spec)
         ensure_provider(spec.model)
+        quiet_litellm()  # no "Provider List" banners on stdout for unpriced models
 
     # ---- one request ------------------------------------------------------------
     async def _judge_prompt(self, prompt: JudgePrompt) -> Presentation:
@@ -173,12 +198,14 @@ class GroupJudge:
                 continue
             rec.add_usage(reply.input_tokens, reply.output_tokens, reply.cost_usd)
             try:
-                items = parse_judge_output(reply.text, labels)
+                parsed = parse_judge_reply(reply.text, labels)
             except JudgeOutputError as e:
                 rec.errors.append(describe(e))
                 log.info("judge reply rejected (attempt %d): %s", attempt + 1, e)
                 messages = _retry_messages(prompt, reply.text, e)
                 continue
+            items = parsed.items
+            rec.scale = None if parsed.scale == 1.0 else parsed.scale
             rec.scores = {prompt.labels[k]: v.score for k, v in items.items()}
             rec.rationales = {prompt.labels[k]: v.rationale for k, v in items.items()}
             rec.hack_suspected = {prompt.labels[k]: v.hack_suspected for k, v in items.items()}
@@ -216,7 +243,7 @@ class GroupJudge:
         else:
             rec = await self._split(group, order, tools, budget)
         rec.cached = False
-        if self.store is not None:
+        if self.store is not None and _storable(rec):
             self.store.cache_put(self.spec_hash, key, rec.to_dict())
         return rec
 
@@ -255,10 +282,17 @@ class GroupJudge:
 
     # ---- one group ------------------------------------------------------------------
     async def judge(self, group: Group, permutations: int = 1) -> Judgement:
-        """Judge one group (``permutations`` presentations) and return its judgement."""
+        """Judge one group (``permutations`` presentations) and return its judgement.
+
+        Identical trajectories (same judged content, see ``prompt.twins``) are shown once; each
+        twin receives the score of the first one, and ``copies`` in every presentation record
+        says which.
+        """
         t0 = time.perf_counter()
         ids = [t.id for t in group.trajectories]
-        orders = presentation_orders(ids, permutations, self.spec.seed, group.content_hash())
+        copies = twins(group.trajectories)
+        shown = [i for i in ids if i not in copies]
+        orders = presentation_orders(shown, permutations, self.spec.seed, group.content_hash())
         unique = list(dict.fromkeys(tuple(o) for o in orders))  # tiny groups repeat orders
         done = await asyncio.gather(
             *(self._presentation(group, list(o)) for o in unique), return_exceptions=True
@@ -274,13 +308,12 @@ class GroupJudge:
             if isinstance(r, BaseException):
                 rec = getattr(r, "presentation", None) or Presentation(order=o)
                 rec = Presentation.from_dict(rec.to_dict())
-                rec.error, rec.cached = describe(r), repeat
-                presentations.append(rec)
+                rec.error = describe(r)
                 errors.append(f"presentation {i + 1}/{len(orders)}: {describe(r)}")
             else:
-                presentations.append(
-                    Presentation.from_dict({**r.to_dict(), "cached": True}) if repeat else r
-                )
+                rec = _with_copies(r, copies)
+            rec.cached = rec.cached or repeat
+            presentations.append(rec)
         fresh = [p for p in presentations if not p.cached]
         costs = [p.cost_usd for p in fresh if p.cost_usd is not None]
         j = Judgement(
@@ -326,7 +359,17 @@ class GroupJudge:
             j = Judgement(
                 group_id=group.id, spec_hash=self.spec_hash, status="unjudged", error=describe(e)
             )
-        self.record(group, j)
+        try:
+            self.record(group, j)
+        except Exception as e:  # the store refused it: report this group, keep the others
+            log.exception("storing the judgement of group %s failed", group.id)
+            j = Judgement(
+                group_id=group.id,
+                spec_hash=self.spec_hash,
+                status="unjudged",
+                error=f"could not store the judgement: {describe(e)}",
+            )
+            group.judgement = j
         if on_done is not None:
             on_done(group, j)
         return j

@@ -33,8 +33,9 @@ from typing import Any
 
 from rankgym.types import Group, Message, Trajectory
 
-PROMPT_FORMAT = 1
-"""Version of the layout below; part of the cache key and of ``default_spec``'s extra."""
+PROMPT_FORMAT = 2
+"""Version of the layout below; part of the cache key and of ``default_spec``'s extra.
+2: tool names, argument names and types, and descriptions are quoted like all content."""
 
 IDS_MARKER = "Score exactly these trajectory ids:"
 """Starts the last line of the user message; the local provider reads the ids from it."""
@@ -42,6 +43,7 @@ IDS_MARKER = "Score exactly these trajectory ids:"
 MIN_SHARED_CHARS = 24
 """Tool outputs shorter than this are repeated inline; a reference would not be shorter."""
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _TAG_RE = re.compile(r"<(/?)(trajectory|context|shared_outputs|tools|output)", re.IGNORECASE)
 
 DATA_RULES = (
@@ -83,21 +85,31 @@ class JudgePrompt:
 
 
 def quote(text: str | None) -> str:
-    """A one-line JSON string literal with our delimiter tags escaped (``<`` -> ``\\u003c``)."""
-    s = json.dumps(text or "", ensure_ascii=False)
+    """A one-line JSON string literal with our delimiter tags escaped (``<`` -> ``\\u003c``).
+
+    Newlines and other C0 controls are escaped by JSON; lone surrogates are written as
+    ``\\udXXX`` escapes, so the prompt is always valid UTF-8.
+    """
+    return _safe_json(json.dumps(text or "", ensure_ascii=False))
+
+
+def _safe_json(s: str) -> str:
+    """JSON text with lone surrogates and our delimiter tags written as ``\\u`` escapes."""
+    s = _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", s)
     return _TAG_RE.sub(lambda m: "\\u003c" + m.group(1) + m.group(2), s)
 
 
 def _args(arguments: str) -> str:
-    """Tool-call arguments: canonical compact JSON if they parse, else a quoted string."""
+    """Tool-call arguments: canonical compact JSON if they parse, else a quoted string.
+
+    Arguments nested too deep for the JSON module (thousands of levels) are quoted as text.
+    """
     try:
         value = json.loads(arguments)
-    except (json.JSONDecodeError, TypeError):
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    except (ValueError, TypeError, RecursionError):
         return quote(arguments)
-    return _TAG_RE.sub(
-        lambda m: "\\u003c" + m.group(1) + m.group(2),
-        json.dumps(value, ensure_ascii=False, separators=(",", ":")),
-    )
+    return _safe_json(text)
 
 
 def _normalized(t: Trajectory) -> list[tuple]:
@@ -108,6 +120,27 @@ def _normalized(t: Trajectory) -> list[tuple]:
         calls = tuple((tc.function.name, tc.function.arguments) for tc in m.tool_calls or [])
         who = (m.name or names.get(m.tool_call_id or "", "tool")) if m.role == "tool" else m.name
         out.append((m.role, m.content or "", calls, who))
+    return out
+
+
+def judged_content(t: Trajectory) -> str:
+    """What the judge sees of ``t`` as one hashable string (tool-call ids left out).
+
+    Two trajectories with equal ``judged_content`` get the same score: the judge is shown one.
+    """
+    return json.dumps([_normalized(t), t.truncated, t.error], ensure_ascii=True)
+
+
+def twins(trajectories: list[Trajectory]) -> dict[str, str]:
+    """Trajectory id -> id of the first earlier trajectory with the same judged content."""
+    first: dict[str, str] = {}
+    out: dict[str, str] = {}
+    for t in trajectories:
+        key = judged_content(t)
+        if key in first:
+            out[t.id] = first[key]
+        else:
+            first[key] = t.id
     return out
 
 
@@ -127,19 +160,29 @@ def common_prefix_len(trajectories: list[Trajectory]) -> int:
     return n
 
 
+def _d(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 def render_tools(tools: list[dict[str, Any]]) -> str:
-    """One line per tool: ``name(arg: type, opt?: type): description``."""
+    """One line per tool: ``"name"("arg": "type", "opt"?: "type"): "description"``.
+
+    Every name, type and description is quoted (:func:`quote`): they come from the env or a
+    plugin, and must not be able to close a block or start a line of their own.
+    """
     lines = []
     for t in tools:
-        fn = t.get("function", t)
-        params = fn.get("parameters") or {}
-        required = set(params.get("required") or [])
+        fn = _d(_d(t).get("function", t))
+        params = _d(fn.get("parameters"))
+        required = params.get("required") if isinstance(params.get("required"), list) else []
         args = []
-        for name, schema in (params.get("properties") or {}).items():
-            typ = schema.get("type", "any") if isinstance(schema, dict) else "any"
-            args.append(f"{name}{'' if name in required else '?'}: {typ}")
-        desc = " ".join((fn.get("description") or "").split())
-        lines.append(f"- {fn.get('name', '?')}({', '.join(args)})" + (f": {desc}" if desc else ""))
+        for name, schema in _d(params.get("properties")).items():
+            typ = _d(schema).get("type", "any")
+            opt = "" if name in required else "?"
+            args.append(f"{quote(str(name))}{opt}: {quote(str(typ))}")
+        desc = " ".join(str(fn.get("description") or "").split())
+        line = f"- {quote(str(fn.get('name', '?')))}({', '.join(args)})"
+        lines.append(line + (f": {quote(desc)}" if desc else ""))
     return "\n".join(lines)
 
 
@@ -158,14 +201,15 @@ def render_messages(
             who = m.name or names.get(m.tool_call_id or "", "tool")
             content = m.content or ""
             if content in shared:
-                lines.append(f"tool {who} returned: see [{shared[content]}]")
+                lines.append(f"tool {quote(who)} returned: see [{shared[content]}]")
             else:
-                lines.append(f"tool {who} returned: {quote(content)}")
+                lines.append(f"tool {quote(who)} returned: {quote(content)}")
             continue
         if m.content or not m.tool_calls:
             lines.append(f"{m.role}: {quote(m.content)}")
         for tc in m.tool_calls or []:
-            lines.append(f"{m.role} calls {tc.function.name} {_args(tc.function.arguments)}")
+            name, args = quote(tc.function.name), _args(tc.function.arguments)
+            lines.append(f"{m.role} calls {name} {args}")
     return lines
 
 
@@ -213,7 +257,9 @@ def build_prompt(
         prefix_text = " ".join(m.content or "" for m in trajs[0].messages[:n_prefix])
         if used and not all(name in prefix_text for name in used):
             parts.append(
-                "<tools>\nTool names used in the trajectories: " + ", ".join(used) + "\n</tools>"
+                "<tools>\nTool names used in the trajectories: "
+                + ", ".join(map(quote, used))
+                + "\n</tools>"
             )
     all_names: dict[str, str] = {}
     for t in trajs:
@@ -276,20 +322,33 @@ _tokenizers: dict[str, Any] = {}
 
 
 def _custom_tokenizer(model: str) -> dict[str, Any] | None:
-    """The embedded model's own tokenizer for ``local/...`` models, for exact counts."""
+    """The embedded model's own tokenizer for ``local/...`` models, for exact counts.
+
+    Only once the model has been converted (by its first load): counting never loads or
+    converts it. Before that, LiteLLM's default tokenizer gives an estimate.
+    """
     if not model.startswith("local/"):
         return None
     if model not in _tokenizers:
+        from rankgym.model import EMBEDDED_NAME, cache_dir
+
+        path = cache_dir() / "models" / EMBEDDED_NAME / "tokenizer.json"
+        if not path.is_file():
+            return None
         try:
             import litellm
 
-            from rankgym.model import embedded_model_dir
-
-            path = embedded_model_dir() / "tokenizer.json"
             _tokenizers[model] = litellm.create_tokenizer(path.read_text(encoding="utf-8"))
-        except Exception:  # no embedded model installed: fall back to LiteLLM's default
+        except Exception:  # an unreadable tokenizer file: fall back to LiteLLM's default
             _tokenizers[model] = None
     return _tokenizers[model]
+
+
+def exact_token_counts(model: str) -> bool:
+    """Whether :func:`count_tokens` is exact for ``model`` (False: an estimate)."""
+    if model.startswith("local/"):
+        return _custom_tokenizer(model) is not None
+    return model.split("/", 1)[0] in {"openai", "azure"} or "/" not in model
 
 
 def count_tokens(model: str, messages: list[dict[str, Any]]) -> int:

@@ -39,6 +39,8 @@ class Presentation:
     error: str | None = None
     copies: dict[str, str] | None = None
     """Trajectory id -> the identical trajectory whose score it received (deduplication)."""
+    scale: float | None = None
+    """Set when the judge answered on 0-10 or 0-100 and its scores were divided down."""
 
     def add_usage(self, input_tokens: int, output_tokens: int, cost: float | None) -> None:
         """Add one call's tokens and cost (cost stays None while no call reported one)."""
@@ -50,7 +52,7 @@ class Presentation:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-able dict; optional fields that are unset are left out."""
         d = asdict(self)
-        for k in ("subsets", "error", "copies"):
+        for k in ("subsets", "error", "copies", "scale"):
             if d[k] is None:
                 del d[k]
         return d

@@ -24,6 +24,7 @@ __all__ = [
     "default_spec",
     "ensure_provider",
     "missing_credentials",
+    "quiet_litellm",
 ]
 
 LOCAL_PREFIX = "local/"
@@ -82,6 +83,14 @@ def check_credentials(spec: JudgeSpec) -> None:
             f"judge {spec.model!r} needs {', '.join(missing)} in the environment (not set); "
             "export it, or use the embedded judge 'local/smollm2' for a run without a provider"
         )
+
+
+def quiet_litellm() -> None:
+    """Stop LiteLLM printing "Provider List" banners to stdout (for a model it has no price
+    for, once per call), which would break ``--json`` output."""
+    import litellm
+
+    litellm.suppress_debug_info = True
 
 
 def ensure_provider(model: str) -> None:

@@ -102,10 +102,27 @@ def test_wrong_ids_are_retried(fake, bad, problem):
     assert j.score_map()["traj-0"] == 0.9
 
 
-def test_out_of_range_scores_are_clamped(fake):
-    fake.script = [answer({"T1": 1.7, "T2": -0.3, "T3": 0.5})]
+def test_negative_scores_are_clamped_to_zero(fake):
+    fake.script = [answer({"T1": 1.0, "T2": -0.3, "T3": 0.5})]
     (j,) = run([make_group(3)])
     assert j.score_map() == {"traj-0": 1.0, "traj-1": 0.0, "traj-2": 0.5}
+
+
+@pytest.mark.parametrize("scale", [10, 100])
+def test_a_reply_on_a_0_to_10_or_0_to_100_scale_is_divided_down(fake, scale):
+    fake.script = [answer({"T1": 0.8 * scale, "T2": 0.3 * scale, "T3": 0.05 * scale})]
+    (j,) = run([make_group(3)])
+    assert j.status == "ok"
+    assert j.score_map() == pytest.approx({"traj-0": 0.8, "traj-1": 0.3, "traj-2": 0.05})
+    assert j.presentations[0]["scale"] == scale
+
+
+def test_scores_above_100_are_rejected_and_retried(fake):
+    fake.script = [answer({"T1": 700, "T2": 1}), answer({"T1": 0.7, "T2": 0.1})]
+    (j,) = run([make_group(2)])
+    assert (
+        j.status == "ok" and j.calls == 2 and "between 0 and 1" in j.presentations[0]["errors"][0]
+    )
 
 
 def test_parse_accepts_fences_prose_and_lists():
@@ -262,3 +279,20 @@ def test_more_permutations_than_orders_calls_once_per_order(fake):
     (j,) = run([make_group(2)], permutations=4)  # only 2 orders of 2 trajectories exist
     assert j.status == "ok" and len(j.presentations) == 4 and j.calls == 2
     assert len(fake.requests) == 2 and j.input_tokens == 200
+
+
+def test_identical_trajectories_are_shown_once_and_the_score_copied_to_twins(fake):
+    g = make_group(4, final_answers=["same", "same", "other", "same"])
+    for i in (1, 3):  # make trajectories 1 and 3 exact copies of 0 (tool-call ids differ)
+        for k in (2, 3, 4, 5):
+            m = g.trajectories[0].messages[k].model_copy(deep=True)
+            if m.tool_calls:
+                m.tool_calls[0].id = f"c{i}-{k}"
+            if m.role == "tool":
+                m.tool_call_id = f"c{i}-{k - 1}"
+            g.trajectories[i].messages[k] = m
+    fake.script = [lambda m: answer({lab: 0.9 if lab == "T1" else 0.2 for lab in labels_in(m)})]
+    (j,) = run([g])
+    assert labels_in(fake.requests[0]) == ["T1", "T2"]
+    assert j.score_map() == {"traj-0": 0.9, "traj-1": 0.9, "traj-2": 0.2, "traj-3": 0.9}
+    assert j.presentations[0]["copies"] == {"traj-1": "traj-0", "traj-3": "traj-0"}

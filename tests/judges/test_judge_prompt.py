@@ -99,9 +99,9 @@ def test_tools_listed_once_from_schemas():
         }
     ]
     user = _user(build_prompt(make_group(), "rubric", tools=tools))
-    assert user.count("- search_emails(q: string): Full-text search.") == 1
+    assert user.count('- "search_emails"("q": "string"): "Full-text search."') == 1
     user2 = _user(build_prompt(make_group(), "rubric"))
-    assert "Tool names used in the trajectories: read_email, search_emails" in user2
+    assert 'Tool names used in the trajectories: "read_email", "search_emails"' in user2
 
 
 def test_truncation_and_identical_trajectories_shown():
