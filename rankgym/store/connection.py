@@ -51,19 +51,33 @@ class StoreFile:
         self._lock = threading.RLock()
         check_file(self.path, readonly)
         try:
-            self.conn = self._connect()
+            self._connect_and_open(immutable=False)
+        except sqlite3.DatabaseError as e:
+            if not (readonly and "readonly" in str(e) and not self._wal_in_use()):
+                raise StoreError(describe(e, self.path, readonly)) from None
+            # A read-only folder: SQLite cannot create the -shm file. With no -wal file no
+            # writer is active, so reading the file as immutable is exact.
+            try:
+                self._connect_and_open(immutable=True)
+            except sqlite3.DatabaseError as e2:
+                raise StoreError(describe(e2, self.path, readonly)) from None
+
+    def _connect_and_open(self, immutable: bool) -> None:
+        try:
+            self.conn = self._connect(immutable)
         except OSError as e:
             raise StoreError(f"store {str(self.path)!r} cannot be created: {e}") from None
         except sqlite3.Error as e:
-            raise StoreError(describe(e, self.path, readonly)) from None
+            raise StoreError(describe(e, self.path, self.readonly)) from None
         try:
             self._open()
-        except sqlite3.DatabaseError as e:
-            self.conn.close()
-            raise StoreError(describe(e, self.path, readonly)) from None
         except BaseException:
             self.conn.close()
             raise
+
+    def _wal_in_use(self) -> bool:
+        wal = self.path.with_name(self.path.name + "-wal")
+        return wal.exists() and wal.stat().st_size > 0
 
     @classmethod
     def for_reading(cls, path: str | Path) -> Self:
@@ -72,9 +86,10 @@ class StoreFile:
         p = Path(path)
         return cls(p, readonly=not (p.is_file() and os.access(p, os.W_OK)))
 
-    def _connect(self) -> sqlite3.Connection:
+    def _connect(self, immutable: bool = False) -> sqlite3.Connection:
         if self.readonly:
             uri = "file:" + quote(str(self.path.resolve())) + "?mode=ro"
+            uri += "&immutable=1" if immutable else ""
             conn = sqlite3.connect(uri, uri=True, timeout=30, check_same_thread=False)
         else:
             self.path.parent.mkdir(parents=True, exist_ok=True)

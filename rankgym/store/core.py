@@ -110,11 +110,19 @@ class Store(StoreFile):
         trs = self.query("SELECT * FROM trajectories WHERE group_id = ? ORDER BY idx", (group_id,))
         signals: dict[str, list[str]] = {}
         for r in self.query(
-            "SELECT trajectory_id, name FROM hack_signals WHERE group_id = ?", (group_id,)
+            "SELECT trajectory_id, name FROM hack_signals WHERE group_id = ? ORDER BY rowid",
+            (group_id,),
         ):
             signals.setdefault(r["trajectory_id"], []).append(r["name"])
-        trajectories = [trajectory_from_row(r, signals.get(r["id"], [])) for r in trs]
-        js = self.judgements(group_id=group_id, spec_hash=spec_hash)
+        try:
+            trajectories = [trajectory_from_row(r, signals.get(r["id"], [])) for r in trs]
+            js = self.judgements(group_id=group_id, spec_hash=spec_hash)
+        except ValueError as e:  # pydantic's ValidationError and json's errors are ValueErrors
+            why = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
+            raise StoreError(
+                f"group {group_id!r} in store {str(self.path)!r} has a row that cannot be read "
+                f"({why}); it was written damaged or by another tool"
+            ) from e
         return Group(
             id=g["id"],
             run_id=g["run_id"],

@@ -11,14 +11,16 @@ What this module does not do: no filtering (every group is exported) and no impo
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+import sqlite3
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from rankgym.errors import StoreError
+from rankgym.store.health import describe
 
 if TYPE_CHECKING:
     from rankgym.store.core import Store
@@ -65,6 +67,8 @@ def export_store(store: Store, out_path: str | Path, fmt: str = "jsonl") -> Expo
         tmp.replace(out)
     except OSError as e:
         raise StoreError(f"cannot write export {str(out)!r}: {e.strerror or e}") from None
+    except sqlite3.DatabaseError as e:
+        raise StoreError(describe(e, store.path)) from None
     finally:
         if tmp.exists():
             os.unlink(tmp)
@@ -72,7 +76,7 @@ def export_store(store: Store, out_path: str | Path, fmt: str = "jsonl") -> Expo
     return result
 
 
-PARQUET_SQL = """
+PARQUET_COLUMNS = """
     SELECT t.id AS trajectory_id, t.group_id, g.run_id, g.step, t.env_id, t.task_id,
            t.seed, t.messages, t.turns, t.verifiable_reward, t.metrics, t.truncated, t.error,
            (SELECT s.score FROM scores s JOIN judgements j ON j.id = s.judgement_id
@@ -81,8 +85,9 @@ PARQUET_SQL = """
            (SELECT s.rationale FROM scores s JOIN judgements j ON j.id = s.judgement_id
              WHERE s.trajectory_id = t.id AND j.status = 'ok'
              ORDER BY j.created_at DESC LIMIT 1) AS judge_rationale
-    FROM trajectories t JOIN groups g ON g.id = t.group_id
-    ORDER BY g.created_at, t.group_id, t.idx"""
+    FROM trajectories t JOIN groups g ON g.id = t.group_id"""
+ALL_ROWS = " ORDER BY g.created_at, t.group_id, t.idx"
+ONE_GROUP = " WHERE t.group_id = ? ORDER BY t.idx"
 
 
 def export_jsonl(store: Store, tmp: Path, result: ExportResult) -> int:
@@ -124,14 +129,37 @@ def export_parquet(store: Store, tmp: Path, result: ExportResult) -> int:
             ("error", pa.string()),
         ]
     )
-    n = 0
-    with store._lock:
-        cur = store.conn.execute(PARQUET_SQL)
+    try:
         with pq.ParquetWriter(tmp, schema) as writer:
-            while batch := cur.fetchmany(2000):
-                rows = [dict(r) for r in batch]
-                for r in rows:
-                    r["truncated"] = bool(r["truncated"])
-                writer.write_table(pa.Table.from_pylist(rows, schema=schema))
-                n += len(rows)
+            return _write_rows(writer, schema, _all_rows(store))
+    except sqlite3.DatabaseError:
+        pass  # a damaged page: start again, one group at a time, skipping what cannot be read
+    with pq.ParquetWriter(tmp, schema) as writer:
+        return _write_rows(writer, schema, _rows_by_group(store, result))
+
+
+def _all_rows(store: Store) -> Iterator[list[dict[str, Any]]]:
+    with store._lock:
+        cur = store.conn.execute(PARQUET_COLUMNS + ALL_ROWS)
+        while batch := cur.fetchmany(2000):
+            yield [dict(r) for r in batch]
+
+
+def _rows_by_group(store: Store, result: ExportResult) -> Iterator[list[dict[str, Any]]]:
+    for gid in store.group_ids():
+        try:
+            yield store.query(PARQUET_COLUMNS + ONE_GROUP, (gid,))
+        except StoreError as e:
+            result.skipped.append((gid, str(e)))
+
+
+def _write_rows(writer: Any, schema: Any, batches: Iterator[list[dict[str, Any]]]) -> int:
+    import pyarrow as pa
+
+    n = 0
+    for rows in batches:
+        for r in rows:
+            r["truncated"] = bool(r["truncated"])
+        writer.write_table(pa.Table.from_pylist(rows, schema=schema))
+        n += len(rows)
     return n
