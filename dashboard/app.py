@@ -13,10 +13,12 @@ from __future__ import annotations
 import streamlit as st
 
 from rankgym.dashboard import data
-from rankgym.dashboard.render import md_escape
+from rankgym.dashboard.render import md_escape, show_error
 from rankgym.store import Store, StoreError
 
-st.set_page_config(page_title="rankgym", page_icon=":material/leaderboard:", layout="wide")
+# An emoji icon: Streamlit fetches ":material/..." page icons from fonts.gstatic.com, and the
+# dashboard loads nothing from the internet (the Material Symbols font itself is bundled).
+st.set_page_config(page_title="rankgym", page_icon="📊", layout="wide")
 
 PAGES = [
     st.Page("views/runs.py", title="Runs", icon=":material/monitoring:", default=True),
@@ -37,7 +39,7 @@ if path is None:
 try:
     store = Store(path, readonly=True)
 except StoreError as e:
-    st.error(str(e))
+    show_error(e)
     st.stop()
 with data.serving(store):
     st.sidebar.caption(f"store · {md_escape(path, 120)}")

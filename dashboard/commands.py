@@ -3,13 +3,23 @@
 It runs ``python -m streamlit run app.py`` in a child process bound to 127.0.0.1 unless
 ``--host`` says otherwise, and waits for it (Ctrl-C stops it). It does not add authentication:
 binding to another address exposes every trajectory, and the labeling form, to that network.
+
+Host names: the server answers only requests whose ``Host`` header names this machine
+(``localhost``, ``127.0.0.1``, ``::1``, the ``--host`` address, and for a wildcard ``--host``
+the machine's host names and addresses) or one given with ``--allow-host`` (e.g. the name of a
+reverse proxy). That is Streamlit's ``server.allowedHosts`` (checked on the WebSocket that
+carries every page's data, and on the agent API); it stops DNS rebinding, where a web page
+whose name resolves to 127.0.0.1 reads the dashboard from the user's browser. Streamlit still
+serves its static files (no store data) to any Host.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -22,16 +32,47 @@ from rankgym.cli import Command, UserError
 APP = Path(__file__).resolve().parent / "app.py"
 
 
-def streamlit_command(store: Path, host: str, port: int) -> list[str]:
+LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
+WILDCARDS = ("0.0.0.0", "::", "")
+_HOST_RE = re.compile(r"[A-Za-z0-9.:*-]{1,253}")
+
+
+def allowed_hosts(host: str, extra: list[str] | tuple[str, ...] = ()) -> list[str]:
+    """Host names the server answers to: this machine's, ``host``'s, and ``extra``."""
+    names = [*LOCAL_HOSTS]
+    if host in WILDCARDS:
+        names += _machine_names()
+    else:
+        names.append(host.strip("[]"))
+    names += [h.strip().strip("[]") for h in extra]
+    return list(dict.fromkeys(n.lower() for n in names if n))
+
+
+def _machine_names() -> list[str]:
+    """This machine's host names and the addresses they resolve to (best effort)."""
+    names = [socket.gethostname(), socket.getfqdn()]
+    with contextlib.suppress(OSError):
+        names += [info[4][0] for info in socket.getaddrinfo(socket.gethostname(), None)]
+    return names
+
+
+def streamlit_command(
+    store: Path, host: str, port: int, allow_hosts: list[str] | tuple[str, ...] = ()
+) -> list[str]:
     """The exact command line `rankgym dashboard` runs."""
+    hosts = [a for h in allowed_hosts(host, allow_hosts) for a in ("--server.allowedHosts", h)]
     return [
         sys.executable, "-m", "streamlit", "run", str(APP),
         "--server.address", host,
         "--server.port", str(port),
         "--server.headless", "true",
         "--server.fileWatcherType", "none",
+        "--server.enableCORS", "true",
+        "--server.enableXsrfProtection", "true",
+        *hosts,
         "--browser.gatherUsageStats", "false",
         "--client.toolbarMode", "viewer",
+        "--client.showErrorDetails", "type",
         "--", "--store", str(store),
     ]  # fmt: skip
 
@@ -43,6 +84,14 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
         "--host",
         default="127.0.0.1",
         help="address to bind (default 127.0.0.1: this machine only; there is no login)",
+    )
+    p.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also answer requests for this host name (e.g. a reverse proxy's); repeatable. "
+        "Other names are refused, which stops DNS-rebinding pages",
     )
 
 
@@ -75,7 +124,10 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
     except StoreError as e:
         raise UserError(str(e)) from None
     _check_port(args.host, args.port)
-    cmd = streamlit_command(store, args.host, args.port)
+    for name in args.allow_host:
+        if not _HOST_RE.fullmatch(name.strip().strip("[]")):
+            raise UserError(f"--allow-host {name!r} is not a host name (e.g. dash.example.com)")
+    cmd = streamlit_command(store, args.host, args.port, args.allow_host)
     url = f"http://{args.host}:{args.port}"
     if not args.quiet:
         print(f"rankgym dashboard: serving {store} at {url} (Ctrl-C to stop)", flush=True)

@@ -15,7 +15,7 @@ from typing import Any
 import streamlit as st
 
 from rankgym.dashboard import data
-from rankgym.dashboard.render import md_escape
+from rankgym.dashboard.render import md_escape, show_error
 
 ALL = "(all)"
 GROUPS_PAGE = "views/groups.py"
@@ -112,7 +112,7 @@ def group_link(group_id: str, label: str | None = None, *, where: Any = None) ->
 def show_slow(res: data.Slow, what: str) -> bool:
     """Say what is still computing, failed, or stale; True when there is a value to show."""
     if res.error:
-        st.error(f"Computing {what} failed: {res.error}")
+        show_error(res.error, prefix=f"Computing {what} failed: ")
         return False
     if not res.ready:
         st.info(f"Computing {what}… this page updates itself when it is ready.")

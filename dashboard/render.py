@@ -6,6 +6,9 @@ HTML) or ``st.code`` (a code block); anything that has to pass through a Markdow
 element (captions, labels, tab titles) goes through :func:`md_escape` first. Nothing here uses
 ``unsafe_allow_html``.
 
+Anything that fails to render (a trajectory nested too deeply to print, say) is replaced by a
+one-line error naming the trajectory; the other trajectories of the group are still shown.
+
 What it does not do: it does not read the store (pages pass in ``Group`` objects) and it does
 not sanitize for HTML, because it never emits HTML; it only stops Markdown from interpreting
 punctuation.
@@ -14,6 +17,7 @@ punctuation.
 from __future__ import annotations
 
 import json
+import re
 import string
 
 import streamlit as st
@@ -66,10 +70,35 @@ def token_counts(t: Trajectory) -> dict[str, int]:
     return {"completion_tokens": completion, "prompt_tokens": prompt, "turns": n_assistant}
 
 
+def md_code(text: object, max_len: int | None = 500) -> str:
+    """``text`` as a Markdown inline code span: shown literally, never a link or an image.
+
+    Safer than :func:`md_escape` for free text such as exception messages: GitHub-flavoured
+    Markdown turns a bare ``http://...`` into a link even with its punctuation escaped, but
+    nothing inside a code span is interpreted. One line; ``max_len`` truncates.
+    """
+    s = " ".join(str(text).split())
+    if max_len is not None and len(s) > max_len:
+        s = s[: max_len - 1] + "…"
+    runs = [len(r) for r in re.findall(r"`+", s)]
+    fence = "`" * (max(runs, default=0) + 1)
+    return f"{fence} {s} {fence}" if s else ""
+
+
+def show_error(text: object, prefix: str = "") -> None:
+    """An error box showing ``text`` literally (ids, paths and exception messages are data).
+
+    ``prefix`` is trusted Markdown written by the page; ``text`` goes in a code span
+    (:func:`md_code`), one line, 500 characters at most.
+    """
+    st.error(prefix + md_code(text))
+
+
 def _pretty_arguments(arguments: str) -> str:
+    """Tool-call arguments indented for reading; the raw string when that fails (deep nesting)."""
     try:
         return json.dumps(json.loads(arguments), indent=2, ensure_ascii=False)
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, RecursionError):
         return arguments
 
 
@@ -185,9 +214,16 @@ def render_group(
         containers = st.columns(len(idx), border=True)
     for box, i, name in zip(containers, idx, names, strict=True):
         with box:
-            render_trajectory(
-                trajs[i],
-                name,
-                judgement=None if hide_scores else group.judgement,
-                hide_scores=hide_scores,
-            )
+            try:
+                render_trajectory(
+                    trajs[i],
+                    name,
+                    judgement=None if hide_scores else group.judgement,
+                    hide_scores=hide_scores,
+                )
+            except Exception as e:  # one unreadable trajectory must not hide the others
+                show_error(
+                    f"{type(e).__name__}; the data is unchanged in the store "
+                    "(rankgym export shows it as JSON)",
+                    prefix=f"{md_escape(name, 40)} cannot be shown: ",
+                )

@@ -16,7 +16,7 @@ import pandas as pd
 import streamlit as st
 
 from rankgym.dashboard import data, pickers
-from rankgym.dashboard.render import md_escape
+from rankgym.dashboard.render import md_escape, show_error
 
 PAIR_TITLES = {
     "judge_vs_human": "Judge vs people",
@@ -166,7 +166,7 @@ def breakdown(title: str, scopes: list[tuple[dict[str, str], str | None, str | N
         name, res = data.agreement(key, sp, e, deadline)
         names.append(name)
         if res.error:
-            st.error(f"{next(iter(label.values()))}: {res.error}")
+            show_error(res.error, prefix=f"{md_escape(next(iter(label.values())), 80)}: ")
         elif res.ready:
             rows += summary_rows(res.value, label)
             waiting |= not res.fresh

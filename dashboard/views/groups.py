@@ -12,7 +12,7 @@ import pandas as pd
 import streamlit as st
 
 from rankgym.dashboard import data, pickers
-from rankgym.dashboard.render import letter, md_escape, render_group
+from rankgym.dashboard.render import letter, md_escape, render_group, show_error
 from rankgym.store import StoreError
 
 PAGE_SIZE = 25
@@ -24,7 +24,12 @@ def show_group(group_id: str, spec_hash: str | None, tabbed: bool) -> None:
     try:
         group = s.get_group(group_id, spec_hash=spec_hash)
     except StoreError as e:
-        st.error(str(e))
+        show_error(e)
+        return
+    except Exception as e:  # a row this version cannot read: say so, keep the page
+        show_error(
+            f"{type(e).__name__}", prefix=f"Group {md_escape(group_id, 80)} cannot be read: "
+        )
         return
     st.subheader(f"Group {md_escape(group.id, 80)}")
     st.caption(

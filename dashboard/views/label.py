@@ -15,7 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from rankgym.dashboard import data, labeling, pickers
-from rankgym.dashboard.render import letter, md_escape, render_group
+from rankgym.dashboard.render import letter, md_escape, render_group, show_error
 from rankgym.judges.agreement import kendall_tau_b
 from rankgym.store import StoreError
 from rankgym.types import Group
@@ -132,7 +132,7 @@ try:
     group = s.get_group(gid, spec_hash=spec_hash)
 except StoreError as e:
     st.session_state.pop("blind_gid", None)
-    st.error(str(e))
+    show_error(e)
     st.stop()
 order = labeling.presentation_order(group.id, labeler, len(group.trajectories))
 letters = [letter(p) for p in range(len(order))]
@@ -179,8 +179,8 @@ try:
         }
         st.rerun()
 except ValueError as e:  # not every trajectory ranked
-    st.error(str(e))
+    show_error(e)
 except StoreError as e:  # e.g. the store stayed locked: nothing was written
-    st.error(f"Your ranking was not saved: {e}")
+    show_error(e, prefix="Your ranking was not saved: ")
 
 render_group(group, hide_scores=True, order=order, labels=[f"Trajectory {x}" for x in letters])

@@ -148,6 +148,25 @@ if zero:
         "nothing to the update. Counted here, not hidden."
     )
 
+hack_cols = pick_columns(logged, "hack_") if not logged.empty else []
+if hack_cols:
+    line_chart(
+        logged[hack_cols].rename(
+            columns={
+                "hack_flagged": "trajectories the env flagged",
+                "hack_penalized": "rewards lowered to the group's minimum",
+            }
+        ),
+        "Hack signals in training",
+        "trajectories",
+        bars=True,
+    )
+    st.caption(
+        "With reward.hack_penalty on (the default), a trajectory the env raised a hack signal "
+        "for (e.g. answer_spam) is trained on its group's lowest reward. The Hack suspects page "
+        "lists them."
+    )
+
 kl_cols = pick_columns(logged, "kl") if not logged.empty else []
 if kl_cols:
     line_chart(logged[kl_cols], "KL to the base model", "KL")
@@ -155,7 +174,7 @@ else:
     st.info("No KL logged for this run (rollout-only runs and kl_coef = 0 runs have none).")
 
 if not logged.empty:
-    shown = set(pick_columns(logged, "reward", "kl", "zero"))
+    shown = set(pick_columns(logged, "reward", "kl", "zero", "hack_"))
     rest = [c for c in logged.columns if c not in shown]
     with st.expander("Other trainer metrics", expanded=bool(rest)):
         chosen = st.multiselect("Metrics", rest, default=rest[:6])

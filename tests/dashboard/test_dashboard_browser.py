@@ -23,6 +23,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -60,6 +61,11 @@ PAGES = [
     ("/label?labeler=browser", ["Rank each trajectory", "Submit ranking", "Trajectory B"], "blind"),
     ("/agreement", ["Judge vs people", "Per environment", "Where the judge"], "agreement"),
     ("/hacks", ["Reward-hack suspects", "prompt_injection_attempt"], "hacks"),
+    (  # a Markdown image as the group id: shown as text, never fetched (issue 16)
+        "/groups?group=" + urllib.parse.quote("![x](http://evil.example/a.png)"),
+        ["is not in store", "evil.example/a.png"],
+        "groups_image_id",
+    ),
 ]
 
 
@@ -149,6 +155,9 @@ class Chromium:
             page = next(t for t in json.load(r) if t["type"] == "page")
         self.ws = connect(page["webSocketDebuggerUrl"], max_size=2**27, open_timeout=10)
         self.ids = itertools.count(1)
+        self.requests: list[str] = []
+        """Every URL the page requested (Network.requestWillBeSent), in order."""
+        self.call("Network.enable")
         self.call(
             "Emulation.setDeviceMetricsOverride",
             width=1400,
@@ -162,6 +171,8 @@ class Chromium:
         self.ws.send(json.dumps({"id": n, "method": method, "params": params}))
         while True:  # skip events until our answer
             msg = json.loads(self.ws.recv(timeout=60))
+            if msg.get("method") == "Network.requestWillBeSent":
+                self.requests.append(msg["params"]["request"]["url"])
             if msg.get("id") == n:
                 if "error" in msg:
                     raise RuntimeError(f"{method}: {msg['error']}")
@@ -236,6 +247,8 @@ def rendered(server: tuple[str, Path]) -> dict[str, tuple[str, Path]]:
         for path, expected, name in PAGES:
             t0 = time.monotonic()
             dom = browser.load(url + path, expected)
+            time.sleep(1)  # late requests (icons, fonts) of this page
+            browser.dom()
             shot = shots / f"{name}.png"
             browser.screenshot(shot)
             if name == "groups_xss":  # and one of the injected text itself
@@ -244,6 +257,8 @@ def rendered(server: tuple[str, Path]) -> dict[str, tuple[str, Path]]:
             (shots / f"{name}.html").write_text(dom)
             out[name] = (dom, shot)
             print(f"{path}: rendered in {time.monotonic() - t0:.1f}s")
+        (shots / "requests.txt").write_text("\n".join(browser.requests))
+        out["requests"] = ("\n".join(browser.requests), shots / "requests.txt")
     finally:
         browser.close()
     print(f"screenshots in {shots}")
@@ -261,9 +276,22 @@ def check_png(path: Path) -> None:
         assert colors is None or len(colors) > 16
 
 
+def test_no_page_loads_anything_from_another_host(
+    rendered: dict[str, tuple[str, Path]], server: tuple[str, Path]
+) -> None:
+    urls = rendered["requests"][0].splitlines()
+    assert any(u.startswith(server[0]) for u in urls)  # the recording works
+    outside = [
+        u for u in urls if not u.startswith((server[0], "data:", "blob:", "about:", "ws://127"))
+    ]
+    assert outside == []  # no web font, favicon or image from the internet (issue 16)
+
+
 def test_every_page_renders_in_chromium(rendered: dict[str, tuple[str, Path]]) -> None:
-    assert set(rendered) == {name for _, _, name in PAGES}
-    for dom, shot in rendered.values():
+    assert set(rendered) - {"requests"} == {name for _, _, name in PAGES}
+    for name, (dom, shot) in rendered.items():
+        if name == "requests":
+            continue
         check_png(shot)
         scan = DomScan()
         scan.feed(dom)
@@ -271,6 +299,7 @@ def test_every_page_renders_in_chromium(rendered: dict[str, tuple[str, Path]]) -
             assert "onerror" not in attrs, (tag, attrs)
             assert not (tag == "img" and attrs.get("src") == "x"), attrs
             assert not (tag == "a" and "evil.example" in (attrs.get("href") or "")), attrs
+            assert not (tag == "img" and "evil.example" in (attrs.get("src") or "")), attrs
         assert not any("alert(" in s for s in scan.script_text)
 
 
