@@ -37,6 +37,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+import textwrap
 import threading
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -140,15 +141,16 @@ def extract_code(answer: Any, spec: CodeSpec | None = None) -> str | None:
     blocks = _FENCE.findall(answer)
     code = blocks[-1] if blocks else answer
     if spec is not None and not _defines(code, spec.entry_point):
-        joined = spec.stub + code
-        if _defines(joined, spec.entry_point):
-            return joined
+        for body in (textwrap.indent(textwrap.dedent(code), "    "), code):
+            if _defines(spec.stub + body, spec.entry_point):
+                return spec.stub + body
     return code
 
 
 def _defines(code: str, name: str) -> bool:
     try:
         tree = ast.parse(code)
+        compile(tree, "solution.py", "exec")  # also rejects "return" outside a function
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
     return any(
@@ -179,7 +181,7 @@ def grade_submission(
     if not code:
         return Grade("no_code", [False] * n, [], w)
     try:
-        ast.parse(code)
+        compile(code, "solution.py", "exec")
     except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
         return Grade("parse_error", [False] * n, [], w, sorted(source_signals(code)), str(e)[:300])
     hidden_calls, visible_calls = spec.hidden.calls, spec.visible.calls

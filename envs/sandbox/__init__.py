@@ -288,7 +288,6 @@ class Sandbox:
             stderr=subprocess.PIPE,
             cwd="/",
             env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},
-            start_new_session=True,
         )
         try:
             out, err = proc.communicate(json.dumps(req).encode(), timeout=lim.wall_s + 15)

@@ -83,6 +83,8 @@ def isolate(req, iso):
             iso["hidden"], iso["workdir_tmpfs"] = hidden, True
         except OSError as e:
             iso["mount_error"] = str(e)
+    os.makedirs(work, exist_ok=True)  # without a mount namespace: on the host's /tmp
+    os.chmod(os.path.dirname(work), 0o711)
     for name, content in req.get("files", {}).items():
         path = os.path.join(work, name)
         with open(path, "w", encoding="utf-8") as f:
@@ -188,52 +190,56 @@ def _candidate(req, out_w, err_w, res_w, libc, iso):
         send({"event": event, "detail": detail})
 
     sys.addaudithook(hook)
-    code = req["code"]
-    status = {"stage": "parse"}
+
+    def finish(stage, exit_code=0, error=None):
+        armed[0] = False
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        send({"stage": stage} if error is None else {"stage": stage, "error": error[:500]})
+        os._exit(exit_code)
+
     try:
-        compiled = compile(code, "solution.py", "exec")
+        compiled = compile(req["code"], "solution.py", "exec")
     except (SyntaxError, ValueError) as e:
-        send({"stage": "parse_error", "error": f"{type(e).__name__}: {e}"})
-        os._exit(0)
+        finish("parse_error", 1, f"{type(e).__name__}: {e}")
     name = "__main__" if req["mode"] == "script" else "solution"
     ns = {"__name__": name, "__builtins__": __builtins__}
     send({"stage": "parsed"})
-    status["stage"] = "import"
     calls = [decode(c) for c in req.get("calls", [])] if req["mode"] == "calls" else []
     armed[0] = True
     try:
         exec(compiled, ns)  # noqa: S102 - this process exists to run untrusted code
-    except BaseException as e:  # noqa: BLE001 - SystemExit included: reported, not obeyed
+    except SystemExit as e:  # reported, not obeyed: the calls below are what counts
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        if req["mode"] == "script":
+            with contextlib.suppress(Exception):
+                if e.code is not None and not isinstance(e.code, int):
+                    print(e.code, file=sys.stderr)
+            finish("done", code & 0xFF)
+        finish("import_error", code & 0xFF, f"SystemExit: {e}")
+    except BaseException as e:  # noqa: BLE001
         armed[0] = False
         import traceback  # noqa: PLC0415
 
-        traceback.print_exc()
-        send({"stage": "import_error", "error": f"{type(e).__name__}: {e}"[:500]})
-        os._exit(0)
+        with contextlib.suppress(Exception):
+            traceback.print_exc()
+        finish("import_error" if req["mode"] == "calls" else "done", 1, f"{type(e).__name__}: {e}")
+    fn = ns.get(req.get("entry_point") or "")
+    if req["mode"] == "calls" and not callable(fn):
+        finish("import_error", 1, f"no function named {req['entry_point']}")
     send({"stage": "imported"})
-    if req["mode"] == "calls":
-        fn = ns.get(req["entry_point"])
-        if not callable(fn):
-            send({"stage": "import_error", "error": f"no function named {req['entry_point']}"})
-            os._exit(0)
-        for i, args in enumerate(calls):
+    for i, args in enumerate(calls):
+        try:
+            value = fn(*args)
             try:
-                value = fn(*args)
-                try:
-                    msg = {"i": i, "ok": encode(value)}
-                except CodecError as e:
-                    msg = {"i": i, "error": f"unencodable return value: {e}"}
-            except BaseException as e:  # noqa: BLE001
-                msg = {"i": i, "error": f"{type(e).__name__}: {str(e)[:200]}"}
-            send(msg)
-    armed[0] = False
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except Exception:  # noqa: BLE001
-        pass
-    send({"stage": "done"})
-    os._exit(0)
+                msg = {"i": i, "ok": encode(value)}
+            except CodecError as e:
+                msg = {"i": i, "error": f"unencodable return value: {e}"}
+        except BaseException as e:  # noqa: BLE001 - SystemExit included
+            msg = {"i": i, "error": f"{type(e).__name__}: {str(e)[:200]}"}
+        send(msg)
+    finish("done")
 
 
 # ---- the supervisor loop -----------------------------------------------------------------------
@@ -313,6 +319,7 @@ def _workdir_report(req):
 
 def main():
     t0 = time.monotonic()
+    os.setsid()  # out of the caller's process group (its Ctrl-C is not ours)
     req = json.loads(sys.stdin.buffer.read().decode("utf-8"))
     report_fd = os.dup(1)
     iso = {"uid": req["uid"]}
