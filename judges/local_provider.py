@@ -25,6 +25,16 @@ the order reversed, CIs spanning 0). See bench/RESULTS.md.
 
 Any other request (no ids line) gets plain greedy generation, up to ``max_tokens``.
 
+**Trained judges.** ``local/smollm2@DIR`` serves a pairwise judge LoRA written by
+``rankgym judge-train`` (``DIR`` is its ``adapter/`` directory, or the ``--out`` directory that
+holds one): a fresh base model (the one named in ``DIR/judge_train.json``) with the adapter
+merged, scoring a group by pairwise comparisons (``rankgym.judges.pair_judge.score_group``:
+each trajectory's mean probability of winning its pairs). ``local/smollm2@pairwise`` is the
+same pairwise prompt on the untrained base (the ablation: prompt without training). The
+adapter's content hash enters the judge spec hash (:func:`adapter_fingerprint`, read by
+``JudgeSpec.spec_hash``), so scores cached for the base judge, or for an older adapter in the
+same directory, are never reused for a new one.
+
 It is weak. A 135M model reads an 8k-token comparison poorly; expect agreement with people
 near chance on anything but obvious differences. It exists so that the whole loop runs offline
 on a CPU. For real judging point ``--judge`` at any LiteLLM model string, e.g.
@@ -35,9 +45,11 @@ on a CPU. For real judging point ``--judge`` at any LiteLLM model string, e.g.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import litellm
@@ -53,6 +65,57 @@ QUESTION = (
 )
 MODELS = ("smollm2",)
 CONTEXT_WINDOW = 8192
+PAIRWISE = "pairwise"
+"""``local/smollm2@pairwise``: the pairwise prompt on the base model, no adapter."""
+ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors", "judge_train.json")
+
+
+def split_model(model: str) -> tuple[str, str | None]:
+    """``"smollm2@DIR"`` -> ``("smollm2", "DIR")``; no ``@`` -> ``(model, None)``."""
+    name, sep, ref = model.partition("@")
+    return name, (ref if sep else None)
+
+
+def adapter_dir(ref: str) -> Path:
+    """The adapter directory named by ``ref``: ``ref`` itself or ``ref/adapter``.
+
+    Raises ``FileNotFoundError`` naming the path when neither holds ``judge_train.json``.
+    """
+    for cand in (Path(ref), Path(ref) / "adapter"):
+        if (cand / "judge_train.json").is_file() and (cand / "adapter_config.json").is_file():
+            return cand
+    raise FileNotFoundError(
+        f"{ref!r} holds no judge adapter (adapter_config.json + judge_train.json); train one "
+        "with `rankgym judge-train --out DIR` and pass DIR or DIR/adapter"
+    )
+
+
+_fingerprints: dict[tuple[str, tuple[tuple[int, int], ...]], str] = {}
+
+
+def adapter_fingerprint(model: str) -> str | None:
+    """Content hash of the adapter a ``local/NAME@DIR`` judge serves (None for other models,
+    and ``"pairwise"`` for ``@pairwise``). Cached per file size and mtime."""
+    if not model.startswith(PROVIDER + "/"):
+        return None
+    _, ref = split_model(model[len(PROVIDER) + 1 :])
+    if ref is None:
+        return None
+    if ref == PAIRWISE:
+        return PAIRWISE
+    try:
+        d = adapter_dir(ref)
+    except FileNotFoundError:
+        return "missing:" + str(Path(ref).resolve())
+    files = [d / f for f in ADAPTER_FILES if (d / f).is_file()]
+    stamp = tuple((f.stat().st_size, f.stat().st_mtime_ns) for f in files)
+    key = (str(d.resolve()), stamp)
+    if key not in _fingerprints:
+        h = hashlib.sha256()
+        for f in files:
+            h.update(f.name.encode() + b"\0" + f.read_bytes())
+        _fingerprints[key] = h.hexdigest()[:16]
+    return _fingerprints[key]
 
 
 class LocalJudgeLLM(CustomLLM):
@@ -62,6 +125,8 @@ class LocalJudgeLLM(CustomLLM):
         super().__init__()
         self.dtype = dtype
         self._lock = threading.Lock()
+        self._judges: dict[str, tuple[Any, Any, str, int]] = {}
+        """ref -> (merged model, tokenizer, adapter fingerprint, prompt line limit)"""
 
     # ---- LiteLLM entry points -------------------------------------------------------
     def completion(  # type: ignore[override]
@@ -100,7 +165,7 @@ class LocalJudgeLLM(CustomLLM):
 
     # ---- the model ----------------------------------------------------------------
     def _model(self, model: str) -> tuple[Any, Any]:
-        if model not in MODELS:
+        if split_model(model)[0] not in MODELS:
             raise litellm.NotFoundError(
                 message=f"unknown local model {model!r}; available: "
                 + ", ".join(f"{PROVIDER}/{m}" for m in MODELS),
@@ -121,16 +186,92 @@ class LocalJudgeLLM(CustomLLM):
     def _respond(
         self, model: str, messages: list[dict[str, Any]], max_tokens: int
     ) -> tuple[str, int, int]:
-        lm, tok = self._model(model)
         msgs = [{"role": m["role"], "content": m.get("content") or ""} for m in messages]
         user_text = next((m["content"] for m in reversed(msgs) if m["role"] == "user"), "")
         labels = parse_ids_line(user_text)
+        name, ref = split_model(model)
+        if ref is not None:
+            lm, tok, chars = self._pairwise_model(model, ref)
+            if labels:
+                return self._pairwise_scores(lm, tok, msgs, labels, model, chars)
+        else:
+            lm, tok = self._model(model)
         if labels:
             return self._yes_no_scores(lm, tok, msgs, labels, model)
         prompt = tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
         ids = tok(prompt, add_special_tokens=False)["input_ids"]
         self._check_fits(len(ids) + max_tokens, model)
         return self._greedy(lm, tok, ids, max_tokens)
+
+    def _pairwise_model(self, model: str, ref: str) -> tuple[Any, Any, int]:
+        """(model, tokenizer, line limit): the base with the judge adapter merged (cached per
+        adapter content), or the plain base for ``@pairwise``."""
+        from .pair_judge import PAIR_FORMAT
+
+        self._model(model)  # validates the name before ``@``
+        if ref == PAIRWISE:
+            from rankgym.model import shared_embedded
+
+            return (*shared_embedded(self.dtype), 200)
+        try:
+            d = adapter_dir(ref)
+        except FileNotFoundError as e:
+            raise litellm.NotFoundError(
+                message=str(e), model=f"{PROVIDER}/{model}", llm_provider=PROVIDER
+            ) from None
+        fp = adapter_fingerprint(f"{PROVIDER}/{model}") or ""
+        cached = self._judges.get(ref)
+        if cached is None or cached[2] != fp:
+            from peft import PeftModel
+
+            from rankgym.model import load_causal_lm, load_embedded
+
+            meta = json.loads((d / "judge_train.json").read_text())
+            if meta.get("pair_format") != PAIR_FORMAT:
+                raise litellm.NotFoundError(
+                    message=f"judge adapter {str(d)!r} was trained with pair prompt format "
+                    f"{meta.get('pair_format')}; this rankgym serves format {PAIR_FORMAT}: "
+                    "retrain it with `rankgym judge-train`",
+                    model=f"{PROVIDER}/{model}",
+                    llm_provider=PROVIDER,
+                )
+            base = meta.get("base", "local/smollm2")
+            lm, tok = (
+                load_embedded(dtype=self.dtype)
+                if base.startswith(PROVIDER + "/")
+                else load_causal_lm(base, dtype=self.dtype)
+            )
+            lm = PeftModel.from_pretrained(lm, str(d)).merge_and_unload()
+            lm.eval()
+            chars = int(meta.get("config", {}).get("max_line_chars", 200))
+            cached = self._judges[ref] = (lm, tok, fp, chars)
+        return cached[0], cached[1], cached[3]
+
+    def _pairwise_scores(
+        self,
+        lm: Any,
+        tok: Any,
+        msgs: list[dict[str, str]],
+        labels: list[str],
+        model: str,
+        max_line_chars: int,
+    ) -> tuple[str, int, int]:
+        """Scores from pairwise comparisons (see ``rankgym.judges.pair_judge``)."""
+        from .pair_judge import score_group
+
+        scores, n_in = score_group(lm, tok, msgs, labels, max_line_chars)
+        n = len(labels) - 1
+        items = [
+            {
+                "trajectory_id": label,
+                "score": round(scores[label], 4),
+                "rationale": f"{PROVIDER}/{model}: mean P(wins) {scores[label]:.3f} over {n} "
+                "pairwise comparison(s); no written rationale.",
+                "hack_suspected": False,
+            }
+            for label in labels
+        ]
+        return json.dumps({"scores": items}), n_in, len(labels)
 
     def _check_fits(self, n: int, model: str) -> None:
         if n > CONTEXT_WINDOW:

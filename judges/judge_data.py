@@ -1,0 +1,294 @@
+"""Labelled pairs for training and checking a judge, built from one or more stores.
+
+A :class:`PairItem` is two trajectories of the same task (env id + task id) and which one is
+better, with the label's source:
+
+- ``verifier``: both trajectories have a ``verifiable_reward`` and they differ by at least
+  ``min_gap``; the higher reward wins. Trajectories are pooled per task across groups, runs
+  and stores, so a store that holds an oracle run and a random run of the same tasks gives
+  pairs even though every group inside it is uniform.
+- ``human``: two trajectories of one group that people ranked differently (mean rank over
+  labelers, each labeler's latest ranking); the lower mean rank wins.
+
+:func:`build_dataset` deduplicates trajectories by content, caps the pairs per task, splits
+the pairs into train and held-out **by task** (every pair of a task lands on the same side, so
+the held-out score is on tasks the judge never saw), and balances each side:
+
+- *order*: every pair is presented in both orders (:func:`presentations`), so "the first
+  trajectory wins" scores exactly 0.5;
+- *length*: per env and label source, pairs where the winner is the longer trajectory (by
+  judge-visible characters) and pairs where it is the shorter one are subsampled to equal
+  numbers, so "the longer one wins" scores 0.5 too (:func:`baselines` reports both).
+
+What it does not do: label anything itself (no verifier is re-run, no model is asked), judge
+pairs of different tasks, or balance other surface features (tool-call count, turn count,
+gibberish); a judge can still learn shortcuts that happen to hold in your data. Length
+balancing drops pairs: with only oracle-vs-random data the winner is nearly always longer and
+little is left (add failing long trajectories, e.g. the embedded policy's rollouts).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+import random
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from rankgym.types import Trajectory
+
+Source = Literal["verifier", "human"]
+
+
+@dataclass
+class PairItem:
+    """Two trajectories of one task; ``winner`` is the better one according to ``source``."""
+
+    env_id: str
+    task_id: str
+    winner: Trajectory
+    loser: Trajectory
+    source: Source
+    store: str
+    gap: float
+    """Reward difference (verifier) or mean-rank difference (human); always > 0."""
+    split: str = "train"
+
+    @property
+    def id(self) -> str:
+        key = f"{self.source}|{self.winner.content_hash()}|{self.loser.content_hash()}"
+        return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+    @property
+    def task_key(self) -> str:
+        return f"{self.env_id}|{self.task_id}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "env_id": self.env_id,
+            "task_id": self.task_id,
+            "source": self.source,
+            "store": self.store,
+            "gap": self.gap,
+            "split": self.split,
+            "winner": self.winner.to_dict(),
+            "loser": self.loser.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> PairItem:
+        return cls(
+            env_id=d["env_id"],
+            task_id=d["task_id"],
+            winner=Trajectory.from_dict(d["winner"]),
+            loser=Trajectory.from_dict(d["loser"]),
+            source=d["source"],
+            store=d["store"],
+            gap=float(d["gap"]),
+            split=d.get("split", "train"),
+        )
+
+
+@dataclass
+class Dataset:
+    """Train and held-out pairs plus what the builder did (counts, drops)."""
+
+    train: list[PairItem]
+    heldout: list[PairItem]
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+def visible_length(t: Trajectory) -> int:
+    """Characters the judge reads: message text and tool-call arguments."""
+    return len(t.text())
+
+
+def _trajectories(store: Any) -> Iterable[tuple[str, Trajectory]]:
+    for gid in store.group_ids():
+        g = store.get_group(gid)
+        for t in g.trajectories:
+            yield gid, t
+
+
+def verifier_pairs(
+    stores: dict[str, Any], min_gap: float = 0.5, max_per_task: int = 4, seed: int = 0
+) -> list[PairItem]:
+    """Pairs of same-task trajectories whose verifiable rewards differ by >= ``min_gap``.
+
+    Trajectories with identical judge-visible content are counted once per task; at most
+    ``max_per_task`` pairs per task are kept (a seeded random choice, spread over winners).
+    """
+    pools: dict[tuple[str, str], dict[str, tuple[str, Trajectory]]] = defaultdict(dict)
+    for name, store in stores.items():
+        for _, t in _trajectories(store):
+            if t.verifiable_reward is None or t.error:
+                continue
+            pools[(t.env_id, t.task_id)].setdefault(t.content_hash(), (name, t))
+    rng = random.Random(seed)
+    out: list[PairItem] = []
+    for (env_id, task_id), pool in sorted(pools.items()):
+        trajs = list(pool.values())
+        cands = []
+        for (sa, a), (sb, b) in itertools.combinations(trajs, 2):
+            ra, rb = float(a.verifiable_reward or 0.0), float(b.verifiable_reward or 0.0)
+            if abs(ra - rb) < min_gap or ra == rb:
+                continue
+            (w, sw), (lo, _) = ((a, sa), (b, sb)) if ra > rb else ((b, sb), (a, sa))
+            cands.append(PairItem(env_id, task_id, w, lo, "verifier", sw, abs(ra - rb)))
+        rng.shuffle(cands)
+        out.extend(cands[:max_per_task])
+    return out
+
+
+def human_pairs(stores: dict[str, Any], max_per_task: int = 4, seed: int = 0) -> list[PairItem]:
+    """Pairs from people's rankings: within a group, lower mean rank wins (ties dropped)."""
+    rng = random.Random(seed)
+    out: list[PairItem] = []
+    for name, store in stores.items():
+        latest: dict[str, dict[str, dict[str, float]]] = defaultdict(dict)
+        for h in store.human_rankings():  # oldest first: a labeler's latest ranking wins
+            latest[h["group_id"]][h["labeler"]] = h["ranking"]
+        for gid, by_labeler in sorted(latest.items()):
+            g = store.get_group(gid)
+            by_id = {t.id: t for t in g.trajectories}
+            mean_rank = {
+                tid: sum(r[tid] for r in by_labeler.values() if tid in r)
+                / sum(1 for r in by_labeler.values() if tid in r)
+                for tid in by_id
+                if any(tid in r for r in by_labeler.values())
+            }
+            cands = []
+            for a, b in itertools.combinations(sorted(mean_rank), 2):
+                if abs(mean_rank[a] - mean_rank[b]) < 1e-9:
+                    continue
+                w, lo = (a, b) if mean_rank[a] < mean_rank[b] else (b, a)
+                gap = abs(mean_rank[a] - mean_rank[b])
+                cands.append(PairItem(g.env_id, g.task_id, by_id[w], by_id[lo], "human", name, gap))
+            rng.shuffle(cands)
+            out.extend(cands[:max_per_task])
+    return out
+
+
+def split_by_task(
+    pairs: list[PairItem], heldout_fraction: float = 0.3, seed: int = 0
+) -> tuple[list[PairItem], list[PairItem]]:
+    """Split so that no task has pairs on both sides.
+
+    Per env, tasks are ordered by a seeded hash and the first ``round(fraction * n)`` (at least
+    one when the env has two or more tasks) are held out: deterministic, and the held-out share
+    is per env, not just overall.
+    """
+    if not 0.0 <= heldout_fraction < 1.0:
+        raise ValueError(f"heldout_fraction must be in [0, 1), got {heldout_fraction}")
+    tasks: dict[str, set[str]] = defaultdict(set)
+    for p in pairs:
+        tasks[p.env_id].add(p.task_key)
+    held: set[str] = set()
+    for keys in tasks.values():
+        ordered = sorted(keys, key=lambda k: hashlib.sha256(f"{seed}|{k}".encode()).hexdigest())
+        n = round(heldout_fraction * len(ordered))
+        if heldout_fraction > 0 and len(ordered) >= 2:
+            n = min(max(n, 1), len(ordered) - 1)
+        held.update(ordered[:n])
+    train, heldout = [], []
+    for p in pairs:
+        p.split = "heldout" if p.task_key in held else "train"
+        (heldout if p.split == "heldout" else train).append(p)
+    return train, heldout
+
+
+def length_balance(pairs: list[PairItem], seed: int = 0) -> tuple[list[PairItem], int]:
+    """Subsample so the winner is the longer trajectory in exactly half the unequal pairs.
+
+    Balanced per (env, source). Pairs of equal length are kept. Returns (kept, dropped count).
+    """
+    rng = random.Random(seed)
+    cells: dict[tuple[str, str], dict[str, list[PairItem]]] = defaultdict(
+        lambda: {"longer": [], "shorter": [], "equal": []}
+    )
+    for p in pairs:
+        lw, ll = visible_length(p.winner), visible_length(p.loser)
+        side = "longer" if lw > ll else "shorter" if lw < ll else "equal"
+        cells[(p.env_id, p.source)][side].append(p)
+    kept: list[PairItem] = []
+    for cell in cells.values():
+        n = min(len(cell["longer"]), len(cell["shorter"]))
+        for side in ("longer", "shorter"):
+            items = list(cell[side])
+            rng.shuffle(items)
+            kept.extend(items[:n])
+        kept.extend(cell["equal"])
+    kept_ids = {id(p) for p in kept}
+    ordered = [p for p in pairs if id(p) in kept_ids]  # keep the input order
+    return ordered, len(pairs) - len(ordered)
+
+
+def presentations(pairs: list[PairItem]) -> list[tuple[PairItem, bool]]:
+    """Each pair in both orders: ``(pair, winner_first)``."""
+    return [(p, first) for p in pairs for first in (True, False)]
+
+
+def baselines(pairs: list[PairItem]) -> dict[str, float | None]:
+    """Accuracy of content-blind rules over both presentations of every pair.
+
+    ``first_wins`` is 0.5 by construction; ``longer_wins`` is 0.5 after :func:`length_balance`
+    up to equal-length pairs, which count as half right.
+    """
+    if not pairs:
+        return {"first_wins": None, "longer_wins": None}
+    longer = 0.0
+    for p in pairs:
+        lw, ll = visible_length(p.winner), visible_length(p.loser)
+        longer += 1.0 if lw > ll else 0.5 if lw == ll else 0.0
+    return {"first_wins": 0.5, "longer_wins": longer / len(pairs)}
+
+
+def build_dataset(
+    stores: dict[str, Any],
+    heldout_fraction: float = 0.3,
+    min_gap: float = 0.5,
+    max_per_task: int = 4,
+    balance_length: bool = True,
+    seed: int = 0,
+) -> Dataset:
+    """Verifier and human pairs from ``stores`` (name -> open Store), split by task, balanced."""
+    pairs = verifier_pairs(stores, min_gap, max_per_task, seed) + human_pairs(
+        stores, max_per_task, seed
+    )
+    stats: dict[str, Any] = {"pairs_found": len(pairs)}
+    dropped = 0
+    if balance_length:
+        pairs, dropped = length_balance(pairs, seed)
+    stats["dropped_for_length_balance"] = dropped
+    train, heldout = split_by_task(pairs, heldout_fraction, seed)
+    for name, part in (("train", train), ("heldout", heldout)):
+        by: dict[str, int] = defaultdict(int)
+        for p in part:
+            by[f"{p.env_id}/{p.source}"] += 1
+        stats[name] = {
+            "pairs": len(part),
+            "tasks": len({p.task_key for p in part}),
+            "by_env_source": dict(sorted(by.items())),
+            "baselines": baselines(part),
+        }
+    return Dataset(train, heldout, stats)
+
+
+def write_jsonl(path: Path, pairs: list[PairItem]) -> None:
+    """Write pairs atomically (a temp file, then ``os.replace``)."""
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w", encoding="utf-8") as fh:
+        for p in pairs:
+            fh.write(json.dumps(p.to_dict(), ensure_ascii=False) + "\n")
+    os.replace(tmp, path)
+
+
+def read_jsonl(path: Path) -> list[PairItem]:
+    with path.open(encoding="utf-8") as fh:
+        return [PairItem.from_dict(json.loads(line)) for line in fh if line.strip()]

@@ -1,0 +1,311 @@
+"""`rankgym judge-train`: train a pairwise judge LoRA on a store's labels, then compare it.
+
+Steps (each one's output lands under ``--out``, so an interrupted run can be rerun and skips
+what is done): build the labelled pairs (``rankgym.judges.judge_data``: verifier and human
+labels, split by task, order- and length-balanced) into ``data/``; rejection-sample K verdicts
+per training presentation (``work/samples.jsonl``, appended batch by batch); train the LoRA
+(``work/checkpoint`` every few steps); write the adapter to ``adapter/`` (temp dir, then
+``os.replace``); judge the held-out pairs with the base judge(s) and the trained one through
+LiteLLM and write ``report.json`` (paired CIs, ``rankgym.judges.judge_compare``).
+
+Serve the result as ``--judge local/smollm2@OUT/adapter`` in ``rankgym judge`` or a trainer
+config. What it does not do: train on groups larger than two, or use an API model as base.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+from rankgym.cli import Command, UserError
+
+BASE_DEFAULT = "local/smollm2"
+
+
+def _args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--store", action="append", required=True, metavar="S", help="store to take labelled trajectories from (repeatable)")  # fmt: skip
+    p.add_argument("--out", required=True, metavar="DIR", help="output directory (adapter/, data/, work/, report.json)")  # fmt: skip
+    p.add_argument("--base", default=BASE_DEFAULT, help="base model: local/smollm2 or a local transformers model directory (default: %(default)s)")  # fmt: skip
+    p.add_argument("--heldout-fraction", type=float, default=0.3, help="share of each env's tasks held out (default: 0.3)")  # fmt: skip
+    p.add_argument("--min-gap", type=float, default=0.5, help="smallest verifiable-reward difference that makes a pair (default: 0.5)")  # fmt: skip
+    p.add_argument("--max-per-task", type=int, default=4, help="pairs per task and label source (default: 4)")  # fmt: skip
+    p.add_argument("--max-train-pairs", type=int, default=150, help="cap on training pairs, spread over envs (default: 150)")  # fmt: skip
+    p.add_argument("--max-heldout-pairs", type=int, default=100, help="cap on held-out pairs (default: 100)")  # fmt: skip
+    p.add_argument("--no-length-balance", action="store_true", help="keep pairs where the longer trajectory always wins")  # fmt: skip
+    p.add_argument("--samples", type=int, default=4, metavar="K", help="verdicts sampled per presentation (default: 4)")  # fmt: skip
+    p.add_argument("--reason-tokens", type=int, default=16, help="tokens of sampled rationale after a correct verdict; 0 = none (default: 16)")  # fmt: skip
+    p.add_argument("--epochs", type=int, default=2)
+    p.add_argument("--lr", type=float, default=3e-4)
+    p.add_argument("--max-train-seconds", type=float, help="stop training after this many seconds and keep the adapter (default: run every epoch)")  # fmt: skip
+    p.add_argument("--batch-size", type=int, default=8)
+    p.add_argument("--gamma", type=float, default=2.0, help="margin of the margin loss, in nats (default: 2.0)")  # fmt: skip
+    p.add_argument("--lambda-sft", type=float, default=0.5)
+    p.add_argument("--lambda-margin", type=float, default=1.0)
+    p.add_argument("--lora-r", type=int, default=16)
+    p.add_argument("--max-line-chars", type=int, default=200, help="each prompt line is cut to this many characters (default: 200)")  # fmt: skip
+    p.add_argument("--max-context-tokens", type=int, default=1024, help="training presentations longer than this are skipped (default: 1024)")  # fmt: skip
+    p.add_argument("--compare-with", default="local/smollm2", metavar="MODELS", help="comma list of judges compared with the trained one on held-out pairs; '' = none (default: %(default)s)")  # fmt: skip
+    p.add_argument("--no-compare", action="store_true", help="skip the held-out comparison")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--fresh", action="store_true", help="ignore samples and checkpoints already in --out")  # fmt: skip
+
+
+def _check(args: argparse.Namespace) -> None:
+    for name in (
+        "samples",
+        "epochs",
+        "batch_size",
+        "lora_r",
+        "max_line_chars",
+        "max_context_tokens",
+    ):
+        if getattr(args, name) < 1:
+            raise UserError(f"--{name.replace('_', '-')} must be at least 1")
+    if not 0.0 < args.heldout_fraction < 1.0:
+        raise UserError("--heldout-fraction must be between 0 and 1 (exclusive)")
+    for s in args.store:
+        if not Path(s).is_file():
+            raise UserError(f"store {s!r} does not exist; create one with `rankgym rollout --store {s} ...`")  # fmt: skip
+    if args.base != BASE_DEFAULT and not Path(args.base).is_dir():
+        raise UserError(f"--base {args.base!r}: use local/smollm2 or a local transformers model directory")  # fmt: skip
+
+
+def _cap(pairs: list[Any], n: int, seed: int) -> list[Any]:
+    """At most ``n`` pairs, an equal share per env (seeded)."""
+    by_env: dict[str, list[Any]] = {}
+    for p in pairs:
+        by_env.setdefault(p.env_id, []).append(p)
+    rng = random.Random(seed)
+    out: list[Any] = []
+    envs = sorted(by_env)
+    for k, env in enumerate(envs):
+        items = list(by_env[env])
+        rng.shuffle(items)
+        share = (n - len(out)) // (len(envs) - k)
+        out.extend(items[:share])
+    keep = {id(p) for p in out}
+    return [p for p in pairs if id(p) in keep]
+
+
+def _progress(args: argparse.Namespace) -> bool:
+    return not (args.quiet or args.json or os.environ.get("RANKGYM_QUIET"))
+
+
+def _dataset(args: argparse.Namespace, out: Path) -> tuple[list[Any], list[Any], dict[str, Any]]:
+    from rankgym.store import Store
+
+    from .judge_data import baselines, build_dataset, write_jsonl
+
+    stores = {s: Store(s, readonly=True) for s in args.store}
+    try:
+        ds = build_dataset(stores, args.heldout_fraction, args.min_gap, args.max_per_task,
+                           not args.no_length_balance, args.seed)  # fmt: skip
+    finally:
+        for s in stores.values():
+            s.close()
+    train = _cap(ds.train, args.max_train_pairs, args.seed)
+    heldout = _cap(ds.heldout, args.max_heldout_pairs, args.seed + 1)
+    if not train or not heldout:
+        raise UserError(
+            f"the stores hold {len(ds.train)} training and {len(ds.heldout)} held-out labelled "
+            "pairs; judge-train needs both: roll out trajectories that differ in verifiable "
+            "reward on the same tasks (e.g. --policy oracle and --policy random runs), or rank "
+            "groups in the dashboard"
+        )
+    stats = {**ds.stats, "used": {"train": len(train), "heldout": len(heldout),
+             "train_baselines": baselines(train), "heldout_baselines": baselines(heldout)}}  # fmt: skip
+    (out / "data").mkdir(parents=True, exist_ok=True)
+    write_jsonl(out / "data" / "train.jsonl", train)
+    write_jsonl(out / "data" / "heldout.jsonl", heldout)
+    (out / "data" / "dataset.json").write_text(json.dumps(stats, indent=2))
+    return train, heldout, stats
+
+
+def _examples(tok: Any, pairs: list[Any], cfg: Any) -> tuple[list[Any], int]:
+    from rankgym.trainer.judge_train import Example
+
+    from .judge_compare import pair_group
+    from .judge_data import presentations
+    from .pair_judge import choice_ids, decision_context, pair_messages
+    from .prompt import build_prompt, default_rubric
+
+    a, b = choice_ids(tok)
+    rubric = default_rubric()
+    out, skipped = [], 0
+    for p, winner_first in presentations(pairs):
+        g = pair_group(p)
+        order = [p.winner.id, p.loser.id] if winner_first else [p.loser.id, p.winner.id]
+        msgs = pair_messages(
+            build_prompt(g, rubric, order).messages, "T1", "T2", cfg.max_line_chars
+        )
+        ctx = decision_context(tok, msgs)
+        if len(ctx) > cfg.max_context_tokens:
+            skipped += 1
+            continue
+        correct, wrong = (a, b) if winner_first else (b, a)
+        out.append(Example(f"{p.id}:{int(winner_first)}", ctx, correct, wrong))
+    return out, skipped
+
+
+def _sample(model: Any, tok: Any, examples: list[Any], cfg: Any, path: Path, fresh: bool) -> None:
+    """Rejection sampling with resume: finished keys are read back from ``path``."""
+    from rankgym.trainer.judge_train import rejection_sample
+
+    done: dict[str, dict[str, Any]] = {}
+    if path.is_file() and not fresh:
+        for line in path.read_text().splitlines():
+            try:
+                row = json.loads(line)
+                done[row["key"]] = row
+            except (json.JSONDecodeError, KeyError):
+                continue  # a line cut by a crash
+    elif path.exists():
+        path.unlink()
+    todo = [ex for ex in examples if ex.key not in done]
+    for ex in examples:
+        if ex.key in done:
+            ex.hits, ex.answer = done[ex.key]["hits"], done[ex.key]["answer"]
+    bar = None
+    if cfg.progress and todo:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(todo), desc="rejection sampling", unit="pres", leave=False)
+    with path.open("a", encoding="utf-8") as fh:
+
+        def save(batch: list[Any]) -> None:
+            for ex in batch:
+                fh.write(json.dumps({"key": ex.key, "hits": ex.hits, "answer": ex.answer}) + "\n")
+            fh.flush()
+            if bar is not None:
+                bar.update(len(batch))
+
+        rejection_sample(model, tok, todo, cfg.train, on_batch=save)
+    if bar is not None:
+        bar.close()
+
+
+def _run(args: argparse.Namespace) -> dict[str, Any]:
+    _check(args)
+    from rankgym.model import load_causal_lm, load_embedded, set_torch_threads
+    from rankgym.trainer.judge_train import (
+        META_FILE,
+        JudgeTrainConfig,
+        add_lora,
+        config_dict,
+        save_adapter,
+        train_judge,
+    )
+
+    from .pair_judge import PAIR_FORMAT
+
+    t0 = time.perf_counter()
+    threads = set_torch_threads()
+    out = Path(args.out)
+    (out / "work").mkdir(parents=True, exist_ok=True)
+    progress = _progress(args)
+    train_pairs, heldout, stats = _dataset(args, out)
+    cfg = JudgeTrainConfig(
+        samples=args.samples, reason_tokens=args.reason_tokens, epochs=args.epochs, lr=args.lr,
+        batch_size=args.batch_size, lora_r=args.lora_r, lora_alpha=2 * args.lora_r,
+        gamma=args.gamma, lambda_sft=args.lambda_sft, lambda_margin=args.lambda_margin,
+        max_line_chars=args.max_line_chars, max_context_tokens=args.max_context_tokens,
+        seed=args.seed, max_train_seconds=args.max_train_seconds,
+    )  # fmt: skip
+    model, tok = (
+        load_embedded(dtype="float32") if args.base == BASE_DEFAULT else load_causal_lm(args.base)
+    )
+    examples, skipped = _examples(tok, train_pairs, cfg)
+    if not examples:
+        raise UserError(f"every training presentation is longer than --max-context-tokens {cfg.max_context_tokens}; raise it or lower --max-line-chars")  # fmt: skip
+    t_sample = time.perf_counter()
+    _sample(model, tok, examples, argparse.Namespace(train=cfg, progress=progress),
+            out / "work" / "samples.jsonl", args.fresh)  # fmt: skip
+    t_train = time.perf_counter()
+    fingerprint = hashlib.sha256(
+        json.dumps([config_dict(cfg), [(e.key, e.answer) for e in examples]]).encode()
+    ).hexdigest()[:16]
+    if args.fresh and (out / "work" / "checkpoint").exists():
+        import shutil
+
+        shutil.rmtree(out / "work" / "checkpoint")
+    model = add_lora(model, cfg)
+    log = train_judge(model, tok, examples, cfg, out / "work", fingerprint, progress)
+    meta = {"format": 1, "pair_format": PAIR_FORMAT, "base": args.base, "config": config_dict(cfg),
+            "dataset": stats, "stores": args.store, "fingerprint": fingerprint}  # fmt: skip
+    adapter = save_adapter(model, out, meta)
+    t_done = time.perf_counter()
+    summary: dict[str, Any] = {
+        "adapter": str(adapter),
+        "judge": f"local/smollm2@{adapter}",
+        "train_pairs": len(train_pairs),
+        "heldout_pairs": len(heldout),
+        "train_presentations": len(examples),
+        "skipped_too_long": skipped,
+        "sampled_hit_rate": sum(e.hits for e in examples) / (cfg.samples * len(examples)),
+        "sft_targets": sum(1 for e in examples if e.answer),
+        "train_steps": len(log),
+        "planned_steps": cfg.epochs * -(-len(examples) // cfg.batch_size),
+        "final_train": log[-1] if log else None,
+        "last10_train_accuracy": sum(r["accuracy"] for r in log[-10:]) / max(1, len(log[-10:])),
+        "seconds": {
+            "data": t_sample - t0,
+            "sampling": t_train - t_sample,
+            "training": t_done - t_train,
+        },  # fmt: skip
+        "threads": threads,
+        "load_avg": os.getloadavg()[0],
+        "meta_file": str(adapter / META_FILE),
+    }
+    del model
+    if not args.no_compare:
+        summary["comparison"] = _compare(args, heldout, summary["judge"], out, progress)
+        summary["seconds"]["compare"] = time.perf_counter() - t_done
+    summary["seconds"]["total"] = time.perf_counter() - t0
+    tmp = out / "report.json.tmp"
+    tmp.write_text(json.dumps(summary, indent=2, default=str))
+    os.replace(tmp, out / "report.json")
+    if not args.json:
+        _print(summary)
+    return summary
+
+
+def _compare(args: argparse.Namespace, heldout: list[Any], trained: str, out: Path,
+             progress: bool) -> dict[str, Any]:  # fmt: skip
+    from .judge_compare import compare, format_comparison, judge_pairs, litellm_respond
+    from .prompt import default_rubric
+
+    judges = [m.strip() for m in args.compare_with.split(",") if m.strip()] + [trained]
+    rubric = default_rubric()
+    results = {
+        m: judge_pairs(litellm_respond(m), heldout, rubric, progress, desc=m[-40:]) for m in judges
+    }
+    report = compare(results, heldout, seed=args.seed)
+    (out / "comparison.txt").write_text(format_comparison(report) + "\n")
+    return report
+
+
+def _print(summary: dict[str, Any]) -> None:
+    s = summary["seconds"]
+    print(f"adapter: {summary['adapter']}  (serve it as --judge {summary['judge']})")
+    print(f"pairs: {summary['train_pairs']} train, {summary['heldout_pairs']} held-out; "
+          f"sampled verdict hit rate {summary['sampled_hit_rate']:.2f}; "
+          f"time: data {s['data']:.0f}s, sampling {s['sampling']:.0f}s, training {s['training']:.0f}s"
+          + (f", compare {s['compare']:.0f}s" if "compare" in s else ""))  # fmt: skip
+    if "comparison" in summary:
+        from .judge_compare import format_comparison
+
+        print(format_comparison(summary["comparison"]))
+
+
+JUDGE_TRAIN = Command(
+    name="judge-train",
+    help="train a pairwise judge LoRA from verifier/human labels and compare it",
+    add_arguments=_args,
+    run=_run,
+)

@@ -1,0 +1,78 @@
+"""The judge-training loss: margin at the decision position and SFT masking, by hand."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from trainer_helpers import tiny_model
+
+from rankgym.trainer.judge_train import Example, build_batch, judge_losses
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
+def _examples() -> list[Example]:
+    return [
+        Example("with-answer", context=[5, 6, 7, 8], correct=11, wrong=12, answer=[11, 13, 2]),
+        Example("margin-only", context=[9, 10], correct=12, wrong=11, answer=[]),
+    ]
+
+
+def test_batch_masks_everything_but_the_sft_answer_and_marks_the_decision_token():
+    b = build_batch(_examples(), pad_id=0)
+    assert b["input_ids"].tolist() == [[5, 6, 7, 8, 11, 13, 2], [9, 10, 12, 0, 0, 0, 0]]
+    assert b["attention_mask"].tolist() == [[1] * 7, [1, 1, 1, 0, 0, 0, 0]]
+    assert b["labels"].tolist() == [
+        [-100, -100, -100, -100, 11, 13, 2],
+        [-100] * 7,  # no kept sample: no SFT target at all, not even the verdict
+    ]
+    assert b["decision"].tolist() == [4, 2]
+    assert b["input_ids"][0, 4] == 11 and b["input_ids"][1, 2] == 12
+
+
+def test_margin_and_sft_losses_equal_the_hand_computed_values_on_a_tiny_model():
+    model, _ = tiny_model(seed=3)
+    b = build_batch(_examples(), pad_id=0)
+    with torch.no_grad():
+        logits = model(input_ids=b["input_ids"], attention_mask=b["attention_mask"]).logits
+    gamma = 0.7
+    out = judge_losses(logits, b, gamma)
+
+    # margin: logits predicting the decision token sit one position before it
+    lp0 = torch.log_softmax(logits[0, 3], -1)
+    lp1 = torch.log_softmax(logits[1, 1], -1)
+    gaps = [float(lp0[11] - lp0[12]), float(lp1[12] - lp1[11])]
+    want_margin = sum(max(0.0, gamma - g) for g in gaps) / 2
+    assert float(out["margin"]) == pytest.approx(want_margin, abs=1e-6)
+    assert float(out["logp_gap"]) == pytest.approx(sum(gaps) / 2, abs=1e-6)
+    assert float(out["accuracy"]) == pytest.approx(sum(g > 0 for g in gaps) / 2)
+
+    # SFT: tokens 11, 13, 2 of row 0 predicted from positions 3, 4, 5; row 1 contributes nothing
+    nll = [-float(torch.log_softmax(logits[0, p], -1)[t]) for p, t in ((3, 11), (4, 13), (5, 2))]
+    assert float(out["sft"]) == pytest.approx(sum(nll) / 3, abs=1e-5)
+
+
+def test_margin_is_zero_once_the_correct_verdict_leads_by_gamma_and_linear_below():
+    b = build_batch([Example("k", [1, 2], correct=3, wrong=4, answer=[])], pad_id=0)
+    logits = torch.zeros(1, 3, 8)
+    logits[0, 1, 3] = 5.0  # correct leads wrong by 5 nats at the decision position
+    assert float(judge_losses(logits, b, gamma=2.0)["margin"]) == 0.0
+    logits[0, 1, 3] = 0.5
+    assert float(judge_losses(logits, b, gamma=2.0)["margin"]) == pytest.approx(1.5)
+    logits[0, 1, 5] = 9.0  # other tokens change logp of both, not their difference
+    assert float(judge_losses(logits, b, gamma=2.0)["margin"]) == pytest.approx(1.5, abs=1e-5)
+    assert float(judge_losses(logits, b, gamma=2.0)["sft"]) == 0.0
+
+
+def test_margin_gradient_raises_the_correct_verdict_and_lowers_the_wrong_one():
+    b = build_batch([Example("k", [1, 2], correct=3, wrong=4, answer=[])], pad_id=0)
+    logits = torch.zeros(1, 3, 8, requires_grad=True)
+    judge_losses(logits, b, gamma=1.0)["margin"].backward()
+    g = logits.grad[0, 1]
+    assert g[3] < 0 < g[4]  # descent raises logit 3, lowers logit 4
+    assert math.isclose(float(g[3]), -1.0, abs_tol=1e-6) and math.isclose(
+        float(g[4]), 1.0, abs_tol=1e-6
+    )
+    assert float(logits.grad[0, 0].abs().sum() + logits.grad[0, 2].abs().sum()) == 0.0

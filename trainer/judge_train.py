@@ -1,0 +1,371 @@
+"""Train a pairwise judge LoRA from labelled pairs: rejection sampling, SFT + margin loss.
+
+The recipe (CompassJudger-2, cut to what a 135M model on a CPU can use):
+
+1. Each training pair is presented in both orders with the critical-thinking prompt of
+   ``rankgym.judges.pair_judge``; the decision is the token after ``Verdict:`` (`` A``/`` B``).
+2. **Rejection sampling** (:func:`rejection_sample`): K verdicts are sampled from the current
+   model's distribution over the two choices at temperature ``temperature``; the correct ones
+   are kept. When at least one is correct, one ``Why: ...`` rationale is sampled after the
+   correct verdict (``reason_tokens`` tokens) and the whole answer becomes an SFT target.
+   Presentations with no correct sample get no SFT target (they still get the margin loss):
+   the model is only imitated where it was right.
+3. **Loss** (:func:`judge_losses`): ``lambda_sft * CE(answer tokens of kept samples)`` +
+   ``lambda_margin * mean(max(0, gamma - logp(correct) + logp(wrong)))``, where both
+   log-probabilities are full-vocabulary log-softmax values at the decision position.
+4. A LoRA on every linear layer, AdamW, bf16 autocast on CPU; a checkpoint (adapter, optimizer,
+   position) every ``checkpoint_every`` steps, written to a temp dir then ``os.replace``d, so a
+   crash loses at most that many steps and a rerun resumes. The final adapter is a standard
+   peft adapter plus ``judge_train.json`` (base, prompt format, choices).
+
+What it does not do: policy-gradient updates on sampled reasoning (the verdict comes first, so
+there is no reasoning to reinforce before it; see ``pair_judge``), sample the verdict from the
+full vocabulary (only the two choices are compared), or train on more than one base model at
+once. Its rationales are whatever the base model writes after the right verdict.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+META_FILE = "judge_train.json"
+
+
+@dataclass
+class JudgeTrainConfig:
+    """Knobs of :func:`train_judge` (defaults sized for SmolLM2-135M on a 2-core CPU)."""
+
+    samples: int = 4
+    reason_tokens: int = 16
+    temperature: float = 1.0
+    epochs: int = 2
+    lr: float = 3e-4
+    batch_size: int = 8
+    lora_r: int = 16
+    lora_alpha: int = 32
+    gamma: float = 2.0
+    lambda_sft: float = 0.5
+    lambda_margin: float = 1.0
+    max_line_chars: int = 200
+    max_context_tokens: int = 1024
+    checkpoint_every: int = 10
+    max_train_seconds: float | None = None
+    """Stop training (and keep what was learned) after this long; None = all epochs."""
+    bf16: bool = True
+    seed: int = 0
+
+
+@dataclass
+class Example:
+    """One presentation of a pair, tokenised for training."""
+
+    key: str
+    context: list[int]
+    correct: int
+    wrong: int
+    answer: list[int] = field(default_factory=list)
+    """SFT target after the context (verdict, rationale, end); empty = no SFT for this one."""
+    hits: int = 0
+    """Correct verdicts among the K samples."""
+
+
+# --------------------------------------------------------------------------- losses
+
+
+def build_batch(examples: list[Example], pad_id: int) -> dict[str, Any]:
+    """Right-padded tensors: ``input_ids``, ``attention_mask``, ``labels`` (-100 outside SFT
+    answers), ``decision`` (index of the decision token per row), ``correct``, ``wrong``.
+
+    A row without an SFT answer is its context plus the correct verdict token (not a label):
+    the margin needs the logits at the decision position, nothing after it.
+    """
+    import torch
+
+    rows, labels, decision = [], [], []
+    for ex in examples:
+        tail = ex.answer if ex.answer else [ex.correct]
+        rows.append(ex.context + tail)
+        labels.append([-100] * len(ex.context) + (list(ex.answer) if ex.answer else [-100]))
+        decision.append(len(ex.context))
+    width = max(len(r) for r in rows)
+    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    lab = torch.full((len(rows), width), -100, dtype=torch.long)
+    for i, (r, lb) in enumerate(zip(rows, labels, strict=True)):
+        ids[i, : len(r)] = torch.tensor(r)
+        mask[i, : len(r)] = 1
+        lab[i, : len(lb)] = torch.tensor(lb)
+    return {
+        "input_ids": ids,
+        "attention_mask": mask,
+        "labels": lab,
+        "decision": torch.tensor(decision),
+        "correct": torch.tensor([ex.correct for ex in examples]),
+        "wrong": torch.tensor([ex.wrong for ex in examples]),
+    }
+
+
+def judge_losses(logits: Any, batch: dict[str, Any], gamma: float) -> dict[str, Any]:
+    """SFT and margin losses from full-sequence ``logits`` (batch, seq, vocab).
+
+    ``sft``: mean token cross-entropy over label positions (0 when the batch has none).
+    ``margin``: mean over rows of ``relu(gamma - (logp[correct] - logp[wrong]))`` with logp the
+    log-softmax of the logits that predict the decision token (position ``decision - 1``).
+    Also returns ``logp_gap`` (mean correct-minus-wrong) and ``accuracy`` (gap > 0), detached.
+    """
+    import torch
+
+    logits = logits.float()
+    rows = torch.arange(logits.shape[0])
+    at = torch.log_softmax(logits[rows, batch["decision"] - 1], dim=-1)
+    gap = at[rows, batch["correct"]] - at[rows, batch["wrong"]]
+    margin = torch.relu(gamma - gap).mean()
+    shift_logits = logits[:, :-1]
+    shift_labels = batch["labels"][:, 1:]
+    if (shift_labels != -100).any():
+        sft = torch.nn.functional.cross_entropy(
+            shift_logits.reshape(-1, shift_logits.shape[-1]),
+            shift_labels.reshape(-1),
+            ignore_index=-100,
+        )
+    else:
+        sft = logits.sum() * 0.0
+    return {
+        "sft": sft,
+        "margin": margin,
+        "logp_gap": gap.detach().mean(),
+        "accuracy": (gap.detach() > 0).float().mean(),
+    }
+
+
+# --------------------------------------------------------------------------- sampling
+
+
+def rejection_sample(
+    model: Any,
+    tok: Any,
+    examples: list[Example],
+    cfg: JudgeTrainConfig,
+    on_batch: Callable[[list[Example]], None] | None = None,
+) -> None:
+    """Fill ``hits`` and ``answer`` of each example in place (see module docstring, step 2).
+
+    ``on_batch`` is called after each batch (the caller appends them to a resumable file).
+    """
+    import torch
+
+    from rankgym.judges.pair_judge import decision_logprobs
+
+    end = tok.convert_tokens_to_ids("<|im_end|>")
+    end = end if isinstance(end, int) and end >= 0 else tok.eos_token_id
+    why = tok("\nWhy:", add_special_tokens=False)["input_ids"]
+    gen = torch.Generator().manual_seed(cfg.seed)
+    for start in range(0, len(examples), cfg.batch_size):
+        chunk = examples[start : start + cfg.batch_size]
+        logp = decision_logprobs(model, tok, [ex.context for ex in chunk])
+        probs = torch.softmax(logp / max(cfg.temperature, 1e-6), dim=-1)
+        draws = torch.multinomial(probs, cfg.samples, replacement=True, generator=gen)
+        kept = []
+        for ex, d in zip(chunk, draws, strict=True):
+            ex.hits = int((d == 0).sum())  # column 0 is the correct verdict
+            if ex.hits:
+                kept.append(ex)
+        for ex in chunk:
+            ex.answer = [ex.correct, *why, end] if ex.hits else []
+        if kept and cfg.reason_tokens > 0:
+            reasons = _sample_reasons(
+                model, tok, [ex.context + [ex.correct, *why] for ex in kept], cfg, end
+            )
+            for ex, r in zip(kept, reasons, strict=True):
+                ex.answer = [ex.correct, *why, *r, end]
+        if on_batch:
+            on_batch(chunk)
+
+
+def _sample_reasons(
+    model: Any, tok: Any, prompts: list[list[int]], cfg: JudgeTrainConfig, end: int
+) -> list[list[int]]:
+    """Sampled continuations (without the end token) of left-padded ``prompts``."""
+    import torch
+
+    width = max(len(p) for p in prompts)
+    pad = tok.pad_token_id if tok.pad_token_id is not None else end
+    ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts])
+    mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
+    torch.manual_seed(cfg.seed + len(prompts) + width)
+    with torch.inference_mode():
+        out = model.generate(
+            input_ids=ids,
+            attention_mask=mask,
+            max_new_tokens=cfg.reason_tokens,
+            do_sample=True,
+            temperature=cfg.temperature,
+            pad_token_id=pad,
+            eos_token_id=end,
+        )
+    result = []
+    for row in out[:, width:].tolist():
+        cut = [t for t in row[: row.index(end)] if t != pad] if end in row else row
+        result.append(cut)
+    return result
+
+
+# --------------------------------------------------------------------------- training
+
+
+def add_lora(model: Any, cfg: JudgeTrainConfig) -> Any:
+    """Wrap ``model`` in a fresh, seeded LoRA on every linear projection."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+
+    from rankgym.trainer.config import LoraSection
+
+    torch.manual_seed(cfg.seed)
+    lora = LoraConfig(
+        r=cfg.lora_r,
+        lora_alpha=cfg.lora_alpha,
+        lora_dropout=0.0,
+        target_modules=list(LoraSection().target_modules),  # the GRPO trainer's default set
+        task_type="CAUSAL_LM",
+    )
+    return get_peft_model(model, lora)
+
+
+def _replace_dir(tmp: Path, target: Path) -> None:
+    """Swap ``tmp`` in as ``target`` (old copy removed only after the new one is in place)."""
+    old = target.with_name(target.name + ".old")
+    if old.exists():
+        shutil.rmtree(old)
+    if target.exists():
+        os.replace(target, old)
+    os.replace(tmp, target)
+    if old.exists():
+        shutil.rmtree(old)
+
+
+def save_checkpoint(model: Any, optimizer: Any, state: dict[str, Any], path: Path) -> None:
+    """Adapter + optimizer + ``state.json`` into ``path`` atomically."""
+    import torch
+
+    tmp = path.with_name(path.name + ".tmp")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    model.save_pretrained(tmp)
+    torch.save(optimizer.state_dict(), tmp / "optimizer.pt")
+    (tmp / "state.json").write_text(json.dumps(state))
+    _replace_dir(tmp, path)
+
+
+def load_checkpoint(
+    model: Any, optimizer: Any, path: Path, fingerprint: str
+) -> dict[str, Any] | None:
+    """Restore a checkpoint written for the same data and config; None when there is none."""
+    import torch
+    from peft import set_peft_model_state_dict
+    from safetensors.torch import load_file
+
+    state_file = path / "state.json"
+    if not state_file.is_file():
+        return None
+    state = json.loads(state_file.read_text())
+    if state.get("fingerprint") != fingerprint:
+        return None
+    set_peft_model_state_dict(model, load_file(path / "adapter_model.safetensors"))
+    optimizer.load_state_dict(torch.load(path / "optimizer.pt", weights_only=True))
+    return state
+
+
+def train_judge(
+    model: Any,
+    tok: Any,
+    examples: list[Example],
+    cfg: JudgeTrainConfig,
+    work_dir: Path,
+    fingerprint: str,
+    progress: bool = True,
+) -> list[dict[str, float]]:
+    """Train the LoRA ``model`` (already wrapped by :func:`add_lora`) on ``examples``.
+
+    Resumes from ``work_dir/checkpoint`` when its fingerprint matches. Stops early after
+    ``cfg.max_train_seconds``. Returns one metrics row per optimiser step (loss parts, mean
+    log-prob gap, decision accuracy on the batch), including the steps of earlier runs.
+    """
+    import contextlib
+
+    import torch
+
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.0)
+    ckpt = work_dir / "checkpoint"
+    state = load_checkpoint(model, optimizer, ckpt, fingerprint) or {"step": 0, "log": []}
+    steps_per_epoch = (len(examples) + cfg.batch_size - 1) // cfg.batch_size
+    total = steps_per_epoch * cfg.epochs
+    pad = tok.pad_token_id if tok.pad_token_id is not None else 0
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=total, initial=state["step"], desc="judge-train", unit="step", leave=False)
+    model.train()
+    autocast = (
+        torch.autocast("cpu", dtype=torch.bfloat16)
+        if cfg.bf16 and next(model.parameters()).device.type == "cpu"
+        else contextlib.nullcontext()
+    )
+    import time
+
+    started = time.monotonic()
+    for step in range(state["step"], total):
+        if cfg.max_train_seconds is not None and time.monotonic() - started > cfg.max_train_seconds:
+            state["stopped_early"] = True
+            save_checkpoint(model, optimizer, {**state, "fingerprint": fingerprint}, ckpt)
+            break
+        epoch, k = divmod(step, steps_per_epoch)
+        order = list(range(len(examples)))
+        random.Random(cfg.seed * 1000 + epoch).shuffle(order)
+        chunk = [examples[i] for i in order[k * cfg.batch_size : (k + 1) * cfg.batch_size]]
+        batch = build_batch(chunk, pad)
+        with autocast:
+            out = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
+        parts = judge_losses(out.logits, batch, cfg.gamma)
+        loss = cfg.lambda_sft * parts["sft"] + cfg.lambda_margin * parts["margin"]
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        optimizer.step()
+        row = {"step": step + 1, "epoch": epoch}
+        row.update({k2: float(v.detach()) for k2, v in parts.items()})
+        state["log"].append(row)
+        state["step"] = step + 1
+        if bar is not None:
+            bar.update(1)
+            bar.set_postfix(margin=f"{row['margin']:.2f}", acc=f"{row['accuracy']:.2f}")
+        if state["step"] % cfg.checkpoint_every == 0 or state["step"] == total:
+            save_checkpoint(model, optimizer, {**state, "fingerprint": fingerprint}, ckpt)
+    if bar is not None:
+        bar.close()
+    model.eval()
+    return state["log"]
+
+
+def save_adapter(model: Any, out: Path, meta: dict[str, Any]) -> Path:
+    """Write the final peft adapter and ``judge_train.json`` to ``out/adapter`` atomically."""
+    target = out / "adapter"
+    tmp = out / "adapter.tmp"
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    model.save_pretrained(tmp)
+    (tmp / META_FILE).write_text(json.dumps(meta, indent=2))
+    _replace_dir(tmp, target)
+    return target
+
+
+def config_dict(cfg: JudgeTrainConfig) -> dict[str, Any]:
+    return asdict(cfg)
