@@ -148,6 +148,17 @@ def judge_losses(logits: Any, batch: dict[str, Any], gamma: float) -> dict[str, 
 # --------------------------------------------------------------------------- sampling
 
 
+def _autocast(model: Any, bf16: bool) -> Any:
+    """bf16 autocast on CPU when asked (halves CPU compute), else a no-op context."""
+    import contextlib
+
+    import torch
+
+    if bf16 and next(model.parameters()).device.type == "cpu":
+        return torch.autocast("cpu", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
 def rejection_sample(
     model: Any,
     tok: Any,
@@ -169,7 +180,8 @@ def rejection_sample(
     gen = torch.Generator().manual_seed(cfg.seed)
     for start in range(0, len(examples), cfg.batch_size):
         chunk = examples[start : start + cfg.batch_size]
-        logp = decision_logprobs(model, tok, [ex.context for ex in chunk])
+        with _autocast(model, cfg.bf16):
+            logp = decision_logprobs(model, tok, [ex.context for ex in chunk])
         probs = torch.softmax(logp / max(cfg.temperature, 1e-6), dim=-1)
         draws = torch.multinomial(probs, cfg.samples, replacement=True, generator=gen)
         kept = []
@@ -297,8 +309,6 @@ def train_judge(
     ``cfg.max_train_seconds``. Returns one metrics row per optimiser step (loss parts, mean
     log-prob gap, decision accuracy on the batch), including the steps of earlier runs.
     """
-    import contextlib
-
     import torch
 
     params = [p for p in model.parameters() if p.requires_grad]
@@ -314,11 +324,6 @@ def train_judge(
 
         bar = tqdm(total=total, initial=state["step"], desc="judge-train", unit="step", leave=False)
     model.train()
-    autocast = (
-        torch.autocast("cpu", dtype=torch.bfloat16)
-        if cfg.bf16 and next(model.parameters()).device.type == "cpu"
-        else contextlib.nullcontext()
-    )
     import time
 
     started = time.monotonic()
@@ -332,7 +337,7 @@ def train_judge(
         random.Random(cfg.seed * 1000 + epoch).shuffle(order)
         chunk = [examples[i] for i in order[k * cfg.batch_size : (k + 1) * cfg.batch_size]]
         batch = build_batch(chunk, pad)
-        with autocast:
+        with _autocast(model, cfg.bf16):
             out = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
         parts = judge_losses(out.logits, batch, cfg.gamma)
         loss = cfg.lambda_sft * parts["sft"] + cfg.lambda_margin * parts["margin"]
