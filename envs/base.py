@@ -106,6 +106,9 @@ class Env(gymnasium.Env[list[dict[str, Any]], dict[str, Any] | str]):
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
     env_id: ClassVar[str] = ""
+    """The env's id where no Gymnasium spec names it: what a rollout records as the trajectory's
+    ``env_id`` when the env object is passed directly, and the name in error messages. Set it to
+    the id you register (``"myenv/MyEnv-v0"``); left empty, an instance uses its class name."""
     max_turns: int = 10
     success_threshold: float = 1.0
     splits: ClassVar[tuple[str, ...]] = ("train", "test")
@@ -119,6 +122,8 @@ class Env(gymnasium.Env[list[dict[str, Any]], dict[str, Any] | str]):
         for t in type(self).tools:
             if not isinstance(t, Tool):
                 require_type_hints(t)
+        if not self.env_id:  # never empty, so messages name the env ("env MyEnv has no oracle")
+            self.env_id = type(self).__name__  # type: ignore[misc]
         self.split = split
         if max_turns is not None:
             if max_turns < 1:

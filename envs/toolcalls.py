@@ -42,6 +42,7 @@ from typing import Any
 
 __all__ = [
     "ParsedText",
+    "assistant_call",
     "parse_text",
     "parse_tool_calls",
     "has_tool_call_markup",
@@ -130,6 +131,18 @@ def parse_text(text: str) -> ParsedText:
             }
         )
     return ParsedText(content=content, tool_calls=calls, errors=errors)
+
+
+def assistant_call(
+    name: str, arguments: dict[str, Any], call_id: str = "call_0", content: str | None = None
+) -> dict[str, Any]:
+    """An OpenAI assistant message that makes one native tool call (for oracles and scripts).
+
+    ``arguments`` is encoded as the JSON string the OpenAI format carries.
+    """
+    fn = {"name": name, "arguments": json.dumps(arguments, ensure_ascii=False)}
+    call = {"id": call_id, "type": "function", "function": fn}
+    return {"role": "assistant", "content": content, "tool_calls": [call]}
 
 
 def protocol_prompt(tools: list[dict[str, Any]]) -> str:

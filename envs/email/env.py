@@ -29,7 +29,6 @@ one fact each (no multi-hop questions), and dates are never relative ("last Tues
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 from pathlib import Path
@@ -45,7 +44,7 @@ from rankgym.envs.email.reward import (
     score_episode,
 )
 from rankgym.envs.email.types import Question
-from rankgym.envs.toolcalls import protocol_prompt
+from rankgym.envs.toolcalls import assistant_call, protocol_prompt
 from rankgym.envs.tools import tool
 
 __all__ = ["EmailSearchEnv", "EmailTask", "answer_parts"]
@@ -114,17 +113,7 @@ def answer_parts(task: EmailTask | Question) -> tuple[AnswerPart, ...]:
 
 
 def _call(i: int, name: str, args: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "role": "assistant",
-        "content": None,
-        "tool_calls": [
-            {
-                "id": f"oracle_{i}",
-                "type": "function",
-                "function": {"name": name, "arguments": json.dumps(args)},
-            }
-        ],
-    }
+    return assistant_call(name, args, f"oracle_{i}")
 
 
 class EmailSearchEnv(Env):

@@ -312,3 +312,14 @@ def test_only_the_first_calls_of_a_turn_run():
     assert len(obs) == 100 and info["tool_errors"] == 100 - MAX_CALLS_PER_TURN
     assert all(m["content"] == "2" for m in obs[:MAX_CALLS_PER_TURN])
     assert "at most" in obs[-1]["content"]
+
+
+def test_an_env_without_env_id_is_named_by_its_class_in_the_oracle_error():
+    from rankgym.envs.policies import EpisodeContext, OraclePolicy
+
+    env = NoVerifierEnv()
+    assert env.env_id == "NoVerifierEnv" and DoubleEnv().env_id == "test/Double-v0"
+    msgs, _ = env.reset()
+    ctx = EpisodeContext(task=env.state.task, env=env)
+    [gen] = OraclePolicy().generate([msgs], [[]], [ctx])
+    assert gen.error == "env NoVerifierEnv has no oracle"
