@@ -41,13 +41,21 @@ from rankgym.envs.policies import (  # noqa: E402
     derive_seed,
 )
 from rankgym.envs.rollout import rollout_groups  # noqa: E402
-from rankgym.judges.prompt import build_prompt, count_tokens, default_rubric  # noqa: E402
+from rankgym.judges.prompt import build_prompt, count_tokens, default_rubric, twins  # noqa: E402
 from rankgym.types import Group  # noqa: E402
+
+
+def _art_message(m: Any) -> dict[str, Any]:
+    """A message as ART's ``Trajectory.messages()`` gives it: ``"content": ""`` where None."""
+    d = m.to_openai()
+    if d.get("content") is None:
+        d["content"] = ""
+    return d
 
 
 def ruler_messages(group: Group, rubric: str) -> list[dict[str, str]]:
     """The request RULER builds for these trajectories (its code path, reproduced)."""
-    message_lists = [[m.to_openai() for m in t.messages] for t in group.trajectories]
+    message_lists = [[_art_message(m) for m in t.messages] for t in group.trajectories]
     common = 0
     for idx, msg in enumerate(message_lists[0]):
         if all(len(ml) > idx and ml[idx] == msg for ml in message_lists):
@@ -109,14 +117,17 @@ class NoisyOracle:
         return out
 
 
-def make_groups(env: str, n_groups: int, group_size: int, seed: int) -> list[Group]:
-    """``n_groups`` groups of ``group_size`` trajectories, noise 0 .. 1 within each group."""
+def make_groups(
+    env: str, n_groups: int, group_size: int, seed: int, identical: bool = False
+) -> list[Group]:
+    """``n_groups`` groups of ``group_size`` trajectories, noise 0 .. 1 within each group
+    (``identical``: every trajectory is the noiseless oracle's, so all are the same)."""
     import gymnasium
 
     e = gymnasium.make(env).unwrapped
     tasks = [t.id for t in e.tasks("train")]
     task_ids = random.Random(seed).sample(tasks, min(n_groups, len(tasks)))
-    noises = [k / max(1, group_size - 1) for k in range(group_size)]
+    noises = [0.0 if identical else k / max(1, group_size - 1) for k in range(group_size)]
     per_noise = [
         rollout_groups(
             env,
@@ -184,22 +195,28 @@ def main(argv: list[str] | None = None) -> int:
         "--model", default="openai/gpt-4o-mini", help="tokenizer (LiteLLM model string)"
     )
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--identical", action="store_true", help="groups of identical trajectories "
+                    "(the noiseless oracle's); also reports tokens vs a group of one")  # fmt: skip
     ap.add_argument("--judge", help="also judge the first --judge-groups groups with this model "
                     "(2 presentations) and report its agreement with the verifier")  # fmt: skip
     ap.add_argument("--judge-groups", type=int, default=10)
     args = ap.parse_args(argv)
 
     t0 = time.perf_counter()
-    groups = make_groups(args.env, args.groups, args.group_size, args.seed)
+    groups = make_groups(args.env, args.groups, args.group_size, args.seed, args.identical)
     rubric = default_rubric()
     rows = []
     for g in groups:
-        ours = build_prompt(g, rubric)
+        copies = twins(g.trajectories)  # the judge shows identical trajectories once
+        ours = build_prompt(g, rubric, [t.id for t in g.trajectories if t.id not in copies])
         rows.append(
             {
                 "group_id": g.id,
                 "ours": count_tokens(args.model, ours.messages),
                 "ruler": count_tokens(args.model, ruler_messages(g, rubric)),
+                "single": count_tokens(
+                    args.model, build_prompt(g, rubric, [g.trajectories[0].id]).messages
+                ),
                 "shared_outputs": ours.shared_outputs,
                 "prefix_messages": ours.prefix_messages,
                 "messages": sum(len(t.messages) for t in g.trajectories),
@@ -220,12 +237,14 @@ def main(argv: list[str] | None = None) -> int:
         "ratio_median": statistics.median(ratios),
         "ratio_p10": ratios[len(ratios) // 10],
         "ratio_p90": ratios[(9 * len(ratios)) // 10],
+        "ratio_vs_group_of_one": ours_total / sum(r["single"] for r in rows),
+        "identical": args.identical,
         "shared_outputs_per_group": sum(r["shared_outputs"] for r in rows) / len(rows),
         "messages_per_group": sum(r["messages"] for r in rows) / len(rows),
         "mean_verifiable_by_noise": [
             statistics.mean(r["verifiable"][k] or 0.0 for r in rows) for k in range(args.group_size)
         ],
-        "target": 0.7,
+        "target": 0.6 if "Email" in args.env else 0.65,
         "seconds": time.perf_counter() - t0,
     }
     if args.judge:
@@ -235,7 +254,8 @@ def main(argv: list[str] | None = None) -> int:
     else:
         for k, v in summary.items():
             print(f"{k:>28}: {v:.3f}" if isinstance(v, float) else f"{k:>28}: {v}")
-        print("PASS" if summary["ratio_total"] <= 0.7 else "ABOVE TARGET", file=sys.stderr)
+        ok = summary["ratio_total"] <= summary["target"]
+        print("PASS" if ok else "ABOVE TARGET", file=sys.stderr)
     return 0
 
 
