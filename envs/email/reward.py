@@ -294,8 +294,9 @@ class LLMAnswerChecker:
                 **self.completion_kwargs,
             )
             text = resp.choices[0].message.content or ""
-            match = re.search(r"\{.*\}", text, re.S)
-            verdict = bool(json.loads(match.group(0)).get("equivalent")) if match else False
+            start, end = text.find("{"), text.rfind("}")  # the outermost object (linear)
+            obj = json.loads(text[start : end + 1]) if -1 < start < end else {}
+            verdict = bool(obj.get("equivalent")) if isinstance(obj, dict) else False
         except Exception:  # noqa: BLE001 - any provider failure means "not verified"
             self.errors += 1
             verdict = False
