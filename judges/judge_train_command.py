@@ -29,7 +29,7 @@ BASE_DEFAULT = "local/smollm2"
 
 
 def _args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--store", action="append", required=True, metavar="S", help="store to take labelled trajectories from (repeatable)")  # fmt: skip
+    p.add_argument("--store", action="append", default=[], metavar="S", help="store to take labelled trajectories from (repeatable; required unless --compare-only)")  # fmt: skip
     p.add_argument("--out", required=True, metavar="DIR", help="output directory (adapter/, data/, work/, report.json)")  # fmt: skip
     p.add_argument("--base", default=BASE_DEFAULT, help="base model: local/smollm2 or a local transformers model directory (default: %(default)s)")  # fmt: skip
     p.add_argument("--heldout-fraction", type=float, default=0.3, help="share of each env's tasks held out (default: 0.3)")  # fmt: skip
@@ -52,6 +52,7 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-context-tokens", type=int, default=1024, help="training presentations longer than this are skipped (default: 1024)")  # fmt: skip
     p.add_argument("--compare-with", default="local/smollm2", metavar="MODELS", help="comma list of judges compared with the trained one on held-out pairs; '' = none (default: %(default)s)")  # fmt: skip
     p.add_argument("--no-compare", action="store_true", help="skip the held-out comparison")
+    p.add_argument("--compare-only", action="store_true", help="train nothing: judge the held-out pairs already in --out with --compare-with and the adapter there (writes comparison-only.json)")  # fmt: skip
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--fresh", action="store_true", help="ignore samples and checkpoints already in --out")  # fmt: skip
 
@@ -191,6 +192,10 @@ def _sample(model: Any, tok: Any, examples: list[Any], cfg: Any, path: Path, fre
 
 
 def _run(args: argparse.Namespace) -> dict[str, Any]:
+    if args.compare_only:
+        return _compare_only(args)
+    if not args.store:
+        raise UserError("pass at least one --store S (a store with verifiable rewards or rankings)")
     _check(args)
     from rankgym.model import load_causal_lm, load_embedded, set_torch_threads
     from rankgym.trainer.judge_train import (
@@ -275,18 +280,56 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
     return summary
 
 
-def _compare(args: argparse.Namespace, heldout: list[Any], trained: str, out: Path,
-             progress: bool) -> dict[str, Any]:  # fmt: skip
+def _compare(args: argparse.Namespace, heldout: list[Any], trained: str | None, out: Path,
+             progress: bool, name: str = "comparison") -> dict[str, Any]:  # fmt: skip
+    """Judge ``heldout`` with ``--compare-with`` and ``trained``; each judge's rows are cached
+    in ``work/judged/`` by model string and adapter hash, so adding a judge later re-judges
+    nothing else."""
     from .judge_compare import compare, format_comparison, judge_pairs, litellm_respond
+    from .local_provider import adapter_fingerprint
     from .prompt import default_rubric
 
-    judges = [m.strip() for m in args.compare_with.split(",") if m.strip()] + [trained]
+    judges = [m.strip() for m in args.compare_with.split(",") if m.strip()]
+    judges += [trained] if trained else []
+    if not judges:
+        raise UserError("nothing to compare: pass --compare-with MODELS or train an adapter first")
     rubric = default_rubric()
-    results = {
-        m: judge_pairs(litellm_respond(m), heldout, rubric, progress, desc=m[-40:]) for m in judges
-    }
+    cache = out / "work" / "judged"
+    cache.mkdir(parents=True, exist_ok=True)
+    ids = [p.id for p in heldout]
+    results = {}
+    for m in judges:
+        key = hashlib.sha256(f"{m}|{adapter_fingerprint(m)}|{ids}".encode()).hexdigest()[:16]
+        path = cache / f"{key}.json"
+        if path.is_file():
+            results[m] = json.loads(path.read_text())
+            continue
+        results[m] = judge_pairs(litellm_respond(m), heldout, rubric, progress, desc=m[-40:])
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(results[m]))
+        os.replace(tmp, path)
     report = compare(results, heldout, seed=args.seed)
-    (out / "comparison.txt").write_text(format_comparison(report) + "\n")
+    (out / f"{name}.txt").write_text(format_comparison(report) + "\n")
+    return report
+
+
+def _compare_only(args: argparse.Namespace) -> dict[str, Any]:
+    """``--compare-only``: the held-out pairs and adapter already in ``--out``, judged again."""
+    from .judge_compare import format_comparison
+    from .judge_data import read_jsonl
+
+    out = Path(args.out)
+    held = out / "data" / "heldout.jsonl"
+    if not held.is_file():
+        raise UserError(f"{held} does not exist; run `rankgym judge-train --out {args.out}` first")
+    adapter = out / "adapter"
+    trained = f"local/smollm2@{adapter}" if (adapter / "adapter_config.json").is_file() else None
+    report = _compare(args, read_jsonl(held), trained, out, _progress(args), "comparison-only")
+    tmp = out / "comparison-only.json.tmp"
+    tmp.write_text(json.dumps(report, indent=2))
+    os.replace(tmp, out / "comparison-only.json")
+    if not args.json:
+        print(format_comparison(report))
     return report
 
 

@@ -117,3 +117,17 @@ def test_missing_store_and_unlabelled_store_are_one_line_errors(tmp_path: Path, 
     )
     err = capsys.readouterr().err
     assert "labelled pairs" in err and "Traceback" not in err
+
+
+def test_compare_only_reuses_cached_judgements_of_the_held_out_pairs(trained):
+    out, _, summary = trained
+    cached = sorted((out / "work" / "judged").iterdir())
+    assert len(cached) == 1  # the trained judge's rows from the training run
+    before = cached[0].stat().st_mtime_ns
+    assert (
+        main(["judge-train", "--out", str(out), "--compare-only", "--compare-with", "", "-q"]) == 0
+    )
+    assert cached[0].stat().st_mtime_ns == before  # nothing judged again
+    report = json.loads((out / "comparison-only.json").read_text())
+    assert report["judges"] == summary["comparison"]["judges"]
+    assert main(["judge-train", "--out", str(out / "none"), "--compare-only"]) == 2
