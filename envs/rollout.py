@@ -277,7 +277,9 @@ def _generate(policy: Policy, active: list[_Episode]) -> list[Generation]:
     """One batched call; if it raises, retry one conversation at a time to isolate failures."""
 
     def ctx(ep: _Episode) -> EpisodeContext:
-        return EpisodeContext(task=ep.task, env=ep.env, seed=ep.seed, turn=len(ep.turns))
+        return EpisodeContext(
+            task=ep.task, env=ep.env, seed=ep.seed, turn=len(ep.turns), index=ep.index
+        )
 
     def call(eps: list[_Episode]) -> list[Generation]:
         gens = policy.generate(

@@ -57,6 +57,8 @@ class EpisodeContext:
     env: Any = None
     seed: int | None = None
     turn: int = 0
+    index: int = 0
+    """The episode's slot in its group (``MixedPolicy`` picks its policy by it)."""
 
 
 @runtime_checkable

@@ -141,3 +141,62 @@ class OraclePolicy:
                 msg["role"] = "assistant"
                 out.append(Generation(message=msg, policy=self.name, text=msg.get("content") or ""))
         return out
+
+
+class NoisyOraclePolicy:
+    """The env's oracle with noise: spec ``oracle~P`` (``0 <= P <= 1``).
+
+    Each turn, with probability ``noise``, a random tool call (random tool, random arguments)
+    instead of the oracle's next step; the oracle's script resumes where it left off at the
+    next clean turn. ``oracle~0`` is the oracle, ``oracle~1`` the random policy (random calls or
+    random text, which ends the episode). Draws are seeded per episode and turn, so a rollout
+    is reproducible. Graded noise gives groups of known quality order (``rankgym judge-check``)
+    and mixed groups for agreement checks.
+    """
+
+    def __init__(self, noise: float, seed: int = 0, name: str | None = None) -> None:
+        if not 0.0 <= noise <= 1.0:
+            raise ValueError(f"oracle noise must be between 0 and 1, got {noise}")
+        self.noise = noise
+        self.seed = seed
+        self.name = name or f"oracle~{noise:g}"
+        self.random = RandomPolicy(seed=seed, p_tool=1.0 if noise < 1 else 0.5, name=self.name)
+        self.steps: dict[Any, int] = {}  # oracle steps taken, per episode
+
+    def generate(
+        self,
+        batch: list[Messages],
+        tools: list[Tools],
+        contexts: Sequence[EpisodeContext] | None = None,
+    ) -> list[Generation]:
+        out = []
+        for i, _messages in enumerate(batch):
+            ctx = contexts[i] if contexts is not None else None
+            env, task = (ctx.env, ctx.task) if ctx is not None else (None, None)
+            script = (env.oracle(task) or []) if env is not None and task is not None else []
+            rng = random.Random(
+                derive_seed("noise", self.seed, ctx.seed if ctx else i, ctx.turn if ctx else 0)
+            )
+            if not script or rng.random() < self.noise:
+                out += self.random.generate([_messages], [tools[i]], [ctx] if ctx else None)
+                continue
+            key = (ctx.seed, getattr(task, "id", None)) if ctx is not None else i
+            if ctx is not None and ctx.turn == 0:
+                self.steps[key] = 0  # a new episode (the policy may be reused)
+            k = min(self.steps.get(key, 0), len(script) - 1)
+            self.steps[key] = k + 1
+            msg = copy.deepcopy(dict(script[k]))
+            msg["role"] = "assistant"
+            out.append(Generation(message=msg, policy=self.name, text=msg.get("content") or ""))
+        return out
+
+
+def noisy_oracle(spec: str, seed: int = 0) -> NoisyOraclePolicy:
+    """``oracle~P`` -> :class:`NoisyOraclePolicy`; ``ValueError`` naming the spec otherwise."""
+    try:
+        noise = float(spec.split("~", 1)[1])
+    except (IndexError, ValueError):
+        raise ValueError(f"{spec!r}: write oracle~P with P a number from 0 to 1") from None
+    if not 0.0 <= noise <= 1.0:
+        raise ValueError(f"{spec!r}: the noise P must be from 0 to 1")
+    return NoisyOraclePolicy(noise, seed=seed)

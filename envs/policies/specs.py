@@ -10,7 +10,7 @@ from typing import Any
 
 from rankgym.envs.policies.base import Policy
 from rankgym.envs.policies.litellm import LiteLLMPolicy
-from rankgym.envs.policies.scripted import OraclePolicy, RandomPolicy
+from rankgym.envs.policies.scripted import OraclePolicy, RandomPolicy, noisy_oracle
 from rankgym.envs.policies.transformers import TransformersPolicy, _cpu_bf16_supported
 
 
@@ -30,6 +30,17 @@ def make_policy(
     """
     from rankgym.cli import UserError
 
+    if "," in spec:  # a mixed group: round-robin over the listed policies
+        from rankgym.envs.policies.mixed import MixedPolicy
+
+        opts = {"max_new_tokens": max_new_tokens, "temperature": temperature, "top_p": top_p}
+        parts = [s.strip() for s in spec.split(",")]
+        return MixedPolicy([make_policy(s, env, seed=seed, **opts) for s in parts])
+    if spec.startswith("oracle~"):
+        try:
+            return noisy_oracle(spec, seed)
+        except ValueError as e:
+            raise UserError(f"--policy {e}") from None
     sampling = {
         "max_new_tokens": max_new_tokens or 96,
         "temperature": temperature,
@@ -80,5 +91,6 @@ def make_policy(
         return OraclePolicy(env=env)
     raise UserError(
         f"unknown policy {spec!r}; use one of: embedded, hf:PATH[@ADAPTER_DIR], "
-        "litellm:MODEL (e.g. litellm:openai/gpt-4o-mini), random, oracle"
+        "litellm:MODEL (e.g. litellm:openai/gpt-4o-mini), random, oracle, oracle~P (noisy "
+        "oracle, 0 <= P <= 1), or a comma list for mixed groups (e.g. oracle,random,embedded)"
     )

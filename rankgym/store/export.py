@@ -79,6 +79,7 @@ def export_store(store: Store, out_path: str | Path, fmt: str = "jsonl") -> Expo
 PARQUET_COLUMNS = """
     SELECT t.id AS trajectory_id, t.group_id, g.run_id, g.step, t.env_id, t.task_id,
            t.seed, t.messages, t.turns, t.verifiable_reward, t.metrics, t.truncated, t.error,
+           CASE WHEN json_valid(t.turns) THEN json_extract(t.turns, '$[0].policy') END AS policy,
            (SELECT s.score FROM scores s JOIN judgements j ON j.id = s.judgement_id
              WHERE s.trajectory_id = t.id AND j.status = 'ok'
              ORDER BY j.created_at DESC LIMIT 1) AS judge_score,
@@ -119,6 +120,7 @@ def export_parquet(store: Store, tmp: Path, result: ExportResult) -> int:
             ("env_id", pa.string()),
             ("task_id", pa.string()),
             ("seed", pa.int64()),
+            ("policy", pa.string()),
             ("messages", pa.string()),
             ("turns", pa.string()),
             ("verifiable_reward", pa.float64()),
