@@ -1,8 +1,8 @@
 """rankgym.envs: multi-turn chat environments as Gymnasium envs.
 
 ``import rankgym.envs`` registers the built-in envs (``rankgym/ToolUse-v0``,
-``rankgym/EmailSearch-v0``) and every installed plugin (entry-point group ``rankgym.envs``), so
-``gymnasium.make(id)`` works right after it. This import stays light: gymnasium, numpy and
+``rankgym/EmailSearch-v0``, ``rankgym/CodeTests-v0``) and every installed plugin (entry-point
+group ``rankgym.envs``), so ``gymnasium.make(id)`` works right after it. This import stays light: gymnasium, numpy and
 pydantic only; no torch, transformers or litellm (the rollout driver imports those itself).
 """
 

@@ -6,9 +6,11 @@ imported (its ``execution.py`` runs tests with ``exec`` in-process). Each proble
 
 - *hidden* tests: the problem's own ``check(candidate)`` function, replayed in the grading
   process against the candidate's recorded return values (``grading.CheckSuite``);
-- *visible* tests: the ``>>> f(...)`` examples of its docstring whose arguments are literals,
-  with the canonical solution's results; for the problems without any, the first call of the
-  hidden check is shown (and so is known to the agent).
+- *visible* tests: the calls of the function written in its docstring's examples
+  (``>>> f(...)``, ``f(...) ==> y``, ``f(...) should return y``...) whose arguments are literals,
+  with the canonical solution's results (a few HumanEval docstrings disagree with their own
+  solution; the solution wins); for the problems without any, the first call of the hidden
+  check is shown (and so is known to the agent).
 
 Our own tasks (``own_tasks.py``): visible and hidden argument lists, expected values from the
 canonical solution (``grading.CaseSuite``).
@@ -89,17 +91,23 @@ def prompt_of(source: str) -> str:
 
 
 def _doctest_calls(prompt: str, entry_point: str) -> list[tuple]:
-    """Literal-argument calls of ``entry_point`` in the prompt's ``>>>`` examples."""
-    out = []
-    for m in re.finditer(r"^\s*>>>\s*(.+)$", prompt, re.MULTILINE):
+    """Literal-argument calls of ``entry_point`` written in the prompt's docstring examples
+    (``>>> f(1)``, ``f(1) ==> 2``, ``f(1) should return 2``...), in order, without repeats."""
+    out: list[tuple] = []
+    for m in re.finditer(rf"(?<![\w.]){re.escape(entry_point)}\(", prompt):
+        if prompt[max(0, m.start() - 4) : m.start()] == "def ":
+            continue
+        depth, end = 0, None
+        for j in range(m.end() - 1, min(len(prompt), m.end() + 2000)):
+            depth += {"(": 1, ")": -1}.get(prompt[j], 0)
+            if depth == 0:
+                end = j + 1
+                break
+        if end is None:
+            continue
         try:
-            node = ast.parse(m.group(1).strip(), mode="eval").body
-            if (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Name)
-                and node.func.id == entry_point
-                and not node.keywords
-            ):
+            node = ast.parse(prompt[m.start() : end], mode="eval").body
+            if isinstance(node, ast.Call) and node.args and not node.keywords:
                 args = tuple(ast.literal_eval(a) for a in node.args)
                 if args not in out:
                     out.append(args)
