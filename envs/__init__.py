@@ -2,8 +2,9 @@
 
 ``import rankgym.envs`` registers the built-in envs (``rankgym/ToolUse-v0``,
 ``rankgym/EmailSearch-v0``, ``rankgym/CodeTests-v0``) and every installed plugin (entry-point
-group ``rankgym.envs``), so ``gymnasium.make(id)`` works right after it. This import stays light: gymnasium, numpy and
-pydantic only; no torch, transformers or litellm (the rollout driver imports those itself).
+group ``rankgym.envs``), so ``gymnasium.make(id)`` works right after it. This import stays
+light: gymnasium, numpy and pydantic only; no torch, transformers or litellm (the rollout
+driver imports those itself).
 """
 
 from rankgym.envs.base import Env, EpisodeState, Task
