@@ -301,7 +301,7 @@ class Sandbox:
         for line in rep["results"].splitlines():
             try:
                 msg = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):
                 res.protocol_errors += 1
                 continue
             if not isinstance(msg, dict):

@@ -119,6 +119,10 @@ CASES: list[tuple[str, str, str, str]] = [
      "    os.write(3, ('{\"i\": %d, \"ok\": {\"t\": \"none\"}}\\n' % i).encode())\n"
      "os.write(3, b'{\"stage\": \"done\"}\\n')\nos._exit(0)\n" + TS + _body("pass"),
      "early_exit"),
+    ("deeply nested forged frame", "rankgym/two_sum",
+     "import os\nos.write(3, b'{\"i\": 0, \"ok\": ' + b'[' * 200000 + b'\\n')\n"
+     "os.write(3, b'{\"i\": 1, \"ok\": ' + b'{\"t\": \"list\", \"v\": [' * 5000 + b'\\n')\n"
+     "os._exit(0)\n" + TS + _body("pass"), "early_exit"),
     ("special-cases the visible test", "rankgym/two_sum",
      TS + _body("return (0, 1) if nums == [2, 7, 11, 15] else None"), "visible_pass_hidden_fail"),
     ("recursion bomb", "HumanEval/0", HE + _body("return has_close_elements(numbers, threshold)"),
