@@ -16,12 +16,8 @@ import base64
 import html.parser
 import itertools
 import json
-import os
 import shutil
-import signal
-import socket
 import subprocess
-import sys
 import time
 import urllib.parse
 import urllib.request
@@ -69,12 +65,6 @@ PAGES = [
 ]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class DomScan(html.parser.HTMLParser):
     """Collects tags and attributes, so a test can ask which elements exist."""
 
@@ -97,41 +87,14 @@ class DomScan(html.parser.HTMLParser):
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory):
+def server(tmp_path_factory: pytest.TempPathFactory, run_dashboard):
     if CHROMIUM is None:
         pytest.skip("chromium not installed (Debian: apt-get install -y chromium)")
     tmp = tmp_path_factory.mktemp("browser")
     store = tmp / "sample.db"
     build_sample_store(store)
-    port = free_port()
-    log = (tmp / "server.log").open("w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "rankgym", "dashboard", "--store", str(store), "--port", str(port)],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,  # its own process group: teardown stops streamlit too
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
-                if r.read() == b"ok":
-                    break
-        except OSError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            log.close()
-            pytest.fail("dashboard did not start:\n" + (tmp / "server.log").read_text())
-        time.sleep(0.3)
-    yield url, tmp
-    os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-    log.close()
+    with run_dashboard(store, tmp / "server.log") as url:
+        yield url, tmp
 
 
 class Chromium:
