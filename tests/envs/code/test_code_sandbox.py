@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from hypothesis import given, settings
@@ -142,3 +143,30 @@ def test_the_process_limit_binds_even_though_the_caller_is_root(sandbox_pids):
     n, err = res.stdout.split()
     assert int(n) < 16 and err == "BlockingIOError"
     assert sandbox_pids() == []
+
+
+def test_without_namespaces_runs_still_work_and_leave_no_work_dir_behind(sandbox_pids):
+    before = {p for p in os.listdir("/tmp") if p.startswith("sbx-")}
+    sb = Sandbox(FAST, namespaces=False, persistent=False)
+    res = sb.run_calls("import os\ndef f():\n    return os.getcwd()\n", "f", [()])
+    assert res.stage == "done" and res.outcomes[0].value.startswith("/tmp/sbx-")
+    assert not res.isolation["net_ns"] and not res.isolation["mount_ns"]
+    assert {p for p in os.listdir("/tmp") if p.startswith("sbx-")} <= before
+    assert sandbox_pids() == []
+
+
+def test_concurrent_callers_get_separate_workers_and_separate_uids():
+    sb = Sandbox(FAST)
+    code = "import os, time\ndef f():\n    time.sleep(0.3)\n    return os.getuid()\n"
+    with ThreadPoolExecutor(3) as pool:
+        runs = list(pool.map(lambda _: sb.run_calls(code, "f", [()]), range(3)))
+    uids = [r.outcomes[0].value for r in runs]
+    assert all(r.stage == "done" for r in runs) and len(set(uids)) == 3
+
+
+def test_a_later_run_on_a_reused_worker_sees_nothing_of_an_earlier_one():
+    sb = Sandbox(FAST)
+    first = sb.run_script("open('left.txt', 'w').write('x')\nimport os\nprint(os.getcwd())")
+    path = first.stdout.strip()
+    second = sb.run_script(f"import os\nprint(os.listdir('.'), os.path.exists({path!r}))")
+    assert second.stdout.strip() == "[] False"
