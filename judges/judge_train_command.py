@@ -48,6 +48,7 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lambda-sft", type=float, default=0.5)
     p.add_argument("--lambda-margin", type=float, default=1.0)
     p.add_argument("--lora-r", type=int, default=16)
+    p.add_argument("--lora-layers", type=int, default=10, help="LoRA on the last N decoder layers only; 0 = all (default: 10)")  # fmt: skip
     p.add_argument("--max-line-chars", type=int, default=200, help="each prompt line is cut to this many characters (default: 200)")  # fmt: skip
     p.add_argument("--max-context-tokens", type=int, default=1024, help="training presentations longer than this are skipped (default: 1024)")  # fmt: skip
     p.add_argument("--compare-with", default="local/smollm2", metavar="MODELS", help="comma list of judges compared with the trained one on held-out pairs; '' = none (default: %(default)s)")  # fmt: skip
@@ -218,6 +219,7 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
     cfg = JudgeTrainConfig(
         samples=args.samples, reason_tokens=args.reason_tokens, epochs=args.epochs, lr=args.lr,
         batch_size=args.batch_size, lora_r=args.lora_r, lora_alpha=2 * args.lora_r,
+        lora_layers=args.lora_layers or None,
         gamma=args.gamma, lambda_sft=args.lambda_sft, lambda_margin=args.lambda_margin,
         max_line_chars=args.max_line_chars, max_context_tokens=args.max_context_tokens,
         seed=args.seed, max_train_seconds=args.max_train_seconds,

@@ -20,29 +20,35 @@ def _examples() -> list[Example]:
     ]
 
 
-def test_batch_masks_everything_but_the_sft_answer_and_marks_the_decision_token():
+def test_batch_left_pads_masks_all_but_the_sft_answer_and_marks_the_decision_token():
     b = build_batch(_examples(), pad_id=0)
-    assert b["input_ids"].tolist() == [[5, 6, 7, 8, 11, 13, 2], [9, 10, 12, 0, 0, 0, 0]]
-    assert b["attention_mask"].tolist() == [[1] * 7, [1, 1, 1, 0, 0, 0, 0]]
+    assert b["input_ids"].tolist() == [[5, 6, 7, 8, 11, 13, 2], [0, 0, 0, 0, 9, 10, 12]]
+    assert b["attention_mask"].tolist() == [[1] * 7, [0, 0, 0, 0, 1, 1, 1]]
+    assert b["position_ids"].tolist() == [list(range(7)), [0, 0, 0, 0, 0, 1, 2]]
     assert b["labels"].tolist() == [
         [-100, -100, -100, -100, 11, 13, 2],
         [-100] * 7,  # no kept sample: no SFT target at all, not even the verdict
     ]
-    assert b["decision"].tolist() == [4, 2]
-    assert b["input_ids"][0, 4] == 11 and b["input_ids"][1, 2] == 12
+    assert b["decision"].tolist() == [4, 6]
+    assert b["input_ids"][0, 4] == 11 and b["input_ids"][1, 6] == 12
+    assert b["keep"] == 4  # logits from position 3 (predicts row 0's decision) to the end
 
 
 def test_margin_and_sft_losses_equal_the_hand_computed_values_on_a_tiny_model():
     model, _ = tiny_model(seed=3)
     b = build_batch(_examples(), pad_id=0)
     with torch.no_grad():
-        logits = model(input_ids=b["input_ids"], attention_mask=b["attention_mask"]).logits
+        logits = model(
+            input_ids=b["input_ids"],
+            attention_mask=b["attention_mask"],
+            position_ids=b["position_ids"],
+        ).logits
     gamma = 0.7
     out = judge_losses(logits, b, gamma)
 
     # margin: logits predicting the decision token sit one position before it
     lp0 = torch.log_softmax(logits[0, 3], -1)
-    lp1 = torch.log_softmax(logits[1, 1], -1)
+    lp1 = torch.log_softmax(logits[1, 5], -1)
     gaps = [float(lp0[11] - lp0[12]), float(lp1[12] - lp1[11])]
     want_margin = sum(max(0.0, gamma - g) for g in gaps) / 2
     assert float(out["margin"]) == pytest.approx(want_margin, abs=1e-6)
@@ -52,6 +58,11 @@ def test_margin_and_sft_losses_equal_the_hand_computed_values_on_a_tiny_model():
     # SFT: tokens 11, 13, 2 of row 0 predicted from positions 3, 4, 5; row 1 contributes nothing
     nll = [-float(torch.log_softmax(logits[0, p], -1)[t]) for p, t in ((3, 11), (4, 13), (5, 2))]
     assert float(out["sft"]) == pytest.approx(sum(nll) / 3, abs=1e-5)
+
+    # the same numbers from only the last ``keep`` positions (what training computes)
+    tail = judge_losses(logits[:, -b["keep"] :], b, gamma)
+    for k in ("margin", "sft", "logp_gap", "accuracy"):
+        assert float(tail[k]) == pytest.approx(float(out[k]), abs=1e-6)
 
 
 def test_margin_is_zero_once_the_correct_verdict_leads_by_gamma_and_linear_below():
