@@ -10,6 +10,7 @@ What it does not do: no judging (``rankgym judge``) and no training (``rankgym t
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import sys
 import time
@@ -17,17 +18,71 @@ from typing import Any
 
 from rankgym.cli import Command, UserError
 
-__all__ = ["ROLLOUT"]
+__all__ = ["MAX_GROUP_SIZE", "MAX_NEW_TOKENS", "ROLLOUT", "bounded", "parse_env_kwargs"]
+
+# Bounds on sizes a user types: far above any sensible run, low enough that a typo (an extra
+# few zeros) is refused at once instead of growing memory until the box swaps.
+MAX_GROUP_SIZE = 1024
+MAX_NEW_TOKENS = 32768
+MAX_EPISODES = 1_000_000
 
 
-def _positive(value: str) -> int:
+def bounded(high: int, low: int = 1) -> Any:
+    """An argparse type: an integer in ``[low, high]``, with the bound named in the error."""
+
+    def parse(value: str) -> int:
+        try:
+            n = int(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
+        if not low <= n <= high:
+            raise argparse.ArgumentTypeError(f"expected {low}..{high}, got {n}")
+        return n
+
+    return parse
+
+
+_positive = bounded(MAX_EPISODES)
+
+
+def _kwarg_value(text: str) -> Any:
     try:
-        n = int(value)
+        return json.loads(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {n}")
-    return n
+        pass
+    if "," in text:
+        return [_kwarg_value(part.strip()) for part in text.split(",") if part.strip()]
+    return text
+
+
+def parse_env_kwargs(items: list[str] | str | None, flag: str = "--env-kwargs") -> dict[str, Any]:
+    """Env constructor kwargs from ``--env-kwargs`` values: each a JSON object
+    (``'{"difficulty": "hard"}'``) or ``KEY=VALUE`` pairs separated by spaces
+    (``difficulty=hard families=lookup,units``). A VALUE is JSON if it parses (numbers, true,
+    lists), else a comma-separated list of strings, else a string. Later keys win. Raises
+    ``UserError`` naming the bad item."""
+    if items is None:
+        return {}
+    out: dict[str, Any] = {}
+    for item in [items] if isinstance(items, str) else items:
+        text = item.strip()
+        if text.startswith("{"):
+            try:
+                obj = json.loads(text)
+            except ValueError as e:
+                raise UserError(f"{flag} {item!r} is not valid JSON: {e}") from None
+            if not isinstance(obj, dict):
+                raise UserError(f"{flag} {item!r} must be a JSON object")
+            out.update(obj)
+            continue
+        for pair in text.split():
+            key, sep, value = pair.partition("=")
+            if not sep or not key.isidentifier():
+                raise UserError(
+                    f"{flag} {pair!r}: expected KEY=VALUE (e.g. difficulty=hard) or a JSON object"
+                )
+            out[key] = _kwarg_value(value)
+    return out
 
 
 def _add_arguments(p: argparse.ArgumentParser) -> None:
@@ -35,7 +90,12 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
         "--env", required=True, help="env id, e.g. rankgym/ToolUse-v0 (see `rankgym envs`)"
     )
     p.add_argument("--tasks", type=_positive, default=8, help="number of tasks (groups), default 8")
-    p.add_argument("--group-size", type=_positive, default=4, help="episodes per task, default 4")
+    p.add_argument(
+        "--group-size",
+        type=bounded(MAX_GROUP_SIZE),
+        default=4,
+        help=f"episodes per task, default 4 (at most {MAX_GROUP_SIZE})",
+    )
     p.add_argument("--store", required=True, help="SQLite store file (created if missing)")
     p.add_argument(
         "--policy",
@@ -47,12 +107,19 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
         default="train",
         help="task split: train, test, or one the env adds (e.g. agentdojo)",
     )
+    p.add_argument(
+        "--env-kwargs",
+        action="append",
+        metavar="KWARGS",
+        help="env constructor arguments: JSON object or KEY=VALUE pairs, e.g. "
+        "'difficulty=hard families=lookup,units' (repeatable)",
+    )
     p.add_argument("--seed", type=int, default=0, help="seed for tasks, env and sampling")
     p.add_argument("--run", default=None, help="run id; reuse one to resume it (default: new)")
     p.add_argument("--step", type=int, default=0, help="step number recorded on the groups")
     p.add_argument(
         "--max-new-tokens",
-        type=_positive,
+        type=bounded(MAX_NEW_TOKENS),
         default=None,
         help="tokens per assistant turn (default 96 local, 512 litellm)",
     )
@@ -78,10 +145,15 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
         raise UserError(f"--temperature must be >= 0, got {args.temperature}")
     if not 0 < args.top_p <= 1:
         raise UserError(f"--top-p must be in (0, 1], got {args.top_p}")
+    env_kwargs = parse_env_kwargs(args.env_kwargs)
     try:
-        env = make(args.env)
+        env = make(args.env, **env_kwargs)
     except UnknownEnvError as e:
         raise UserError(str(e)) from None
+    except (TypeError, ValueError) as e:
+        raise UserError(
+            f"--env-kwargs {json.dumps(env_kwargs)}: {args.env} refused them: {e}"
+        ) from None
     splits = tuple(getattr(env.unwrapped, "splits", ("train", "test")))
     if args.split not in splits:
         raise UserError(f"--split {args.split!r}: {args.env} has splits {', '.join(splits)}")
@@ -106,6 +178,7 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
     run_id = args.run or f"rollout-{time.strftime('%Y%m%d-%H%M%S')}-{random.randrange(16**4):04x}"
     config = {
         "env": args.env,
+        "env_kwargs": env_kwargs,
         "policy": args.policy,
         "tasks": args.tasks,
         "group_size": args.group_size,
@@ -119,7 +192,7 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
     made = [env]  # hand the env made above to the first episode, then make fresh ones
 
     def factory() -> Any:
-        return made.pop() if made else make(args.env)
+        return made.pop() if made else make(args.env, **env_kwargs)
 
     store = Store(args.store)
     try:

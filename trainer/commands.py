@@ -14,6 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from rankgym.cli import Command, UserError
+from rankgym.envs.rollout_command import (
+    MAX_EPISODES,
+    MAX_GROUP_SIZE,
+    MAX_NEW_TOKENS,
+    bounded,
+    parse_env_kwargs,
+)
 from rankgym.model import set_torch_threads
 
 log = logging.getLogger(__name__)
@@ -48,6 +55,7 @@ def _train_run(args: argparse.Namespace) -> dict[str, Any]:
         resume=args.resume,
         progress=not args.quiet,
         echo=_echo(args),
+        adapt_threads=True,
     )
     summary = trainer.run()
     if not args.json:
@@ -72,12 +80,12 @@ TRAIN = Command(
 def _eval_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--adapter", required=True, metavar="DIR", help="peft adapter dir (a checkpoint or OUT/adapter)")  # fmt: skip
     p.add_argument("--env", metavar="ID", help="env id (default: the one the adapter was trained on)")  # fmt: skip
-    p.add_argument("--env-kwargs", metavar="JSON", help='env constructor arguments, e.g. \'{"difficulty": "easy"}\' (default: the training ones)')  # fmt: skip
+    p.add_argument("--env-kwargs", action="append", metavar="KWARGS", help="env constructor arguments: JSON object or KEY=VALUE pairs, e.g. 'difficulty=hard families=lookup,units' (default: the training ones)")  # fmt: skip
     p.add_argument("--split", default="test", help="task split (default: test)")
-    p.add_argument("--tasks", type=int, metavar="N", help="number of tasks (default: the whole split)")  # fmt: skip
-    p.add_argument("--samples", type=int, default=2, metavar="K", help="seeded samples per task, paired across models (default: 2)")  # fmt: skip
+    p.add_argument("--tasks", type=bounded(MAX_EPISODES), metavar="N", help="number of tasks (default: the whole split)")  # fmt: skip
+    p.add_argument("--samples", type=bounded(MAX_GROUP_SIZE), default=2, metavar="K", help="seeded samples per task, paired across models (default: 2)")  # fmt: skip
     p.add_argument("--temperature", type=float, default=0.7, help="sampling temperature (default: 0.7; 0 = greedy)")  # fmt: skip
-    p.add_argument("--max-new-tokens", type=int, metavar="N", help="per turn (default: the training setting, else 64)")  # fmt: skip
+    p.add_argument("--max-new-tokens", type=bounded(MAX_NEW_TOKENS), metavar="N", help="per turn (default: the training setting, else 64)")  # fmt: skip
     p.add_argument("--seed", type=int, default=0, help="episode and sampling seed (default: 0)")
     p.add_argument("--base", metavar="DIR", help="base model dir (default: the adapter's base_model_name_or_path, else embedded)")  # fmt: skip
 
@@ -188,6 +196,7 @@ def _print_eval(res: dict[str, Any]) -> None:
 
 
 def _eval_run(args: argparse.Namespace) -> dict[str, Any]:
+    given_kwargs = parse_env_kwargs(args.env_kwargs) if args.env_kwargs else None
     adapter = Path(args.adapter)
     if not adapter.is_dir():
         raise UserError(f"--adapter {args.adapter!r} is not a directory")
@@ -195,19 +204,14 @@ def _eval_run(args: argparse.Namespace) -> dict[str, Any]:
     env_id = args.env or (meta.get("env") or {}).get("id")
     if not env_id:
         raise UserError("--env is required (the adapter does not say which env it was trained on)")
-    if args.env_kwargs:
-        try:
-            env_kwargs = json.loads(args.env_kwargs)
-        except json.JSONDecodeError as e:
-            raise UserError(f"--env-kwargs is not valid JSON: {e}") from None
-        if not isinstance(env_kwargs, dict):
-            raise UserError("--env-kwargs must be a JSON object")
+    if given_kwargs is not None:
+        env_kwargs = given_kwargs
     elif args.env is None or args.env == (meta.get("env") or {}).get("id"):
         env_kwargs = (meta.get("env") or {}).get("kwargs") or {}
     else:
         env_kwargs = {}
-    if args.samples < 1 or (args.tasks is not None and args.tasks < 1):
-        raise UserError("--samples and --tasks must be >= 1")
+    if args.temperature < 0:
+        raise UserError(f"--temperature must be >= 0, got {args.temperature}")
     set_torch_threads()
     res = run_eval(
         adapter,

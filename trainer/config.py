@@ -26,8 +26,8 @@ class EnvSection(_Section):
     kwargs: dict[str, Any] = Field(default_factory=dict)
     """Passed to the env constructor, e.g. ``{difficulty = "hard", families = ["lookup"]}``."""
     split: str = "train"
-    tasks_per_step: int = Field(4, ge=1)
-    group_size: int = Field(4, ge=2)
+    tasks_per_step: int = Field(4, ge=1, le=100_000)
+    group_size: int = Field(4, ge=2, le=1024)
     """Trajectories per task (GRPO's N); at least 2, or there is nothing to compare."""
     max_turns: int | None = Field(None, ge=1)
     """Override the env's own turn limit."""
@@ -42,7 +42,7 @@ class PolicySection(_Section):
     else float32. bf16 base weights give the same numbers as fp32 weights under bf16 autocast,
     without casting every weight on every call (measured 2-10x faster generation on CPU)."""
     device: str = "cpu"
-    max_new_tokens: int = Field(64, ge=1)
+    max_new_tokens: int = Field(64, ge=1, le=32768)
     temperature: float = Field(1.0, ge=0.0)
     top_p: float = Field(1.0, gt=0.0, le=1.0)
 
@@ -69,13 +69,13 @@ class JudgeSection(_Section):
     """Any LiteLLM model string; ``local/smollm2`` is the embedded (weak) judge."""
     rubric: str | None = None
     """Path of a rubric (comparison prompt) file; the judge's default rubric if unset."""
-    permutations: int = Field(1, ge=1)
+    permutations: int = Field(1, ge=1, le=64)
     """Shuffled presentations per group, averaged (position-bias control)."""
-    concurrency: int = Field(1, ge=1)
+    concurrency: int = Field(1, ge=1, le=1024)
     api_base: str | None = None
     """Server URL for self-hosted judges (``hosted_vllm/``, ``ollama/``); stored in the spec."""
-    context_window: int | None = Field(None, ge=256)
-    max_tokens: int | None = Field(None, ge=16)
+    context_window: int | None = Field(None, ge=256, le=10_000_000)
+    max_tokens: int | None = Field(None, ge=16, le=1_000_000)
 
 
 class RewardSection(_Section):
@@ -105,7 +105,7 @@ class OptimSection(_Section):
     betas: tuple[float, float] = (0.9, 0.99)
     warmup_steps: int = Field(0, ge=0)
     max_grad_norm: float = Field(1.0, gt=0.0)
-    micro_batch_size: int = Field(4, ge=1)
+    micro_batch_size: int = Field(4, ge=1, le=4096)
     """Trajectories per forward/backward; gradients accumulate over the whole step."""
     num_iterations: int = Field(1, ge=1)
     """Optimizer steps per batch of rollouts (TRL's mu)."""
@@ -116,8 +116,8 @@ class OptimSection(_Section):
 
 class EvalSection(_Section):
     split: str = "test"
-    tasks: int = Field(30, ge=1)
-    samples: int = Field(2, ge=1)
+    tasks: int = Field(30, ge=1, le=100_000)
+    samples: int = Field(2, ge=1, le=1024)
     """Samples per task (seeded, paired between base and adapter)."""
     temperature: float = Field(0.7, ge=0.0)
     every: int = Field(0, ge=0)
@@ -128,7 +128,7 @@ class EvalSection(_Section):
 class TrainConfig(_Section):
     name: str | None = None
     seed: int = 0
-    steps: int = Field(8, ge=1)
+    steps: int = Field(8, ge=1, le=1_000_000)
     out_dir: str = "runs/train"
     """Checkpoints, the final adapter and ``run.json`` go here."""
     store: str | None = None

@@ -54,6 +54,7 @@ from rankgym.envs.policies.litellm import LiteLLMPolicy
 from rankgym.envs.policies.scripted import OraclePolicy, RandomPolicy
 from rankgym.envs.policies.specs import make_policy
 from rankgym.envs.policies.transformers import TransformersPolicy
+from rankgym.envs.policies.render import assistant_turns, chat_ids, pick_tool_mode, prompt_ids
 
 # kept for code written against the single-module version
 _assistant_message = assistant_message
@@ -72,6 +73,10 @@ __all__ = [
     "derive_seed",
     "make_policy",
     "render_calls",
+    "assistant_turns",
+    "chat_ids",
     "render_native",
     "render_text_protocol",
+    "pick_tool_mode",
+    "prompt_ids",
 ]

@@ -18,9 +18,9 @@ from rankgym.envs.policies.base import (
     Tools,
     assistant_message,
     derive_seed,
-    render_native,
-    render_text_protocol,
 )
+from rankgym.envs.policies.render import assistant_turns, pick_tool_mode, prompt_ids
+from rankgym.types import Turn
 
 AUTOCAST_MIN_ROWS = 8
 
@@ -60,8 +60,6 @@ class TransformersPolicy:
             raise ValueError(f"temperature must be >= 0, got {temperature}")
         if not 0 < top_p <= 1:
             raise ValueError(f"top_p must be in (0, 1], got {top_p}")
-        if tool_mode not in ("auto", "native", "text"):
-            raise ValueError(f"tool_mode must be auto, native or text, got {tool_mode!r}")
         self.model = model
         self.tokenizer = tokenizer
         self.name = name
@@ -73,10 +71,7 @@ class TransformersPolicy:
         self.max_prompt_tokens = max_prompt_tokens
         self.max_batch_size = max_batch_size
         self._rng = random.Random(seed)
-        template = getattr(tokenizer, "chat_template", None) or ""
-        if tool_mode == "auto":
-            tool_mode = "native" if "tools" in template else "text"
-        self.tool_mode = tool_mode
+        self.tool_mode = pick_tool_mode(tokenizer, tool_mode)
         self.pad_id = tokenizer.pad_token_id
         if self.pad_id is None:
             self.pad_id = tokenizer.eos_token_id
@@ -109,35 +104,24 @@ class TransformersPolicy:
 
     # ---- prompts ------------------------------------------------------------------------
 
-    def _template_ids(self, messages: Messages, tools: Tools | None, gen_prompt: bool) -> list[int]:
-        text = self.tokenizer.apply_chat_template(
-            messages, tools=tools or None, add_generation_prompt=gen_prompt, tokenize=False
-        )
-        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
-
     def encode(self, messages: Messages, tools: Tools) -> tuple[list[int], list[str]]:
-        """Prompt token ids for a conversation (template + tool rendering + truncation)."""
-        if self.tool_mode == "native":
-            msgs, template_tools = render_native(messages, tools), tools
-        else:
-            msgs, template_tools = render_text_protocol(messages, tools), None
-        ids = self._template_ids(msgs, template_tools, gen_prompt=True)
-        notes: list[str] = []
-        limit = self.max_prompt_tokens
-        if len(ids) > limit:
-            prefix: list[int] = []
-            if msgs and msgs[0]["role"] == "system":
-                sys_ids = self._template_ids(msgs[:1], template_tools, gen_prompt=False)
-                if ids[: len(sys_ids)] == sys_ids and len(sys_ids) < limit // 2:
-                    prefix = sys_ids
-            kept = ids[len(prefix) :][-(limit - len(prefix)) :]
-            notes.append(
-                f"prompt truncated from {len(ids)} to {limit} tokens: kept "
-                + ("the system message and " if prefix else "")
-                + f"the last {len(kept)} tokens"
-            )
-            ids = prefix + kept
-        return ids, notes
+        """Prompt token ids for a conversation (``render.prompt_ids``: template, tools, truncation)."""
+        return prompt_ids(self.tokenizer, messages, tools, self.tool_mode, self.max_prompt_tokens)
+
+    def demonstration(
+        self, messages: Messages, tools: Tools, name: str = "demonstration"
+    ) -> list[Turn]:
+        """The Turns this policy would have produced to write the assistant messages of
+        ``messages`` (``render.assistant_turns``; what SFT trains on)."""
+        return assistant_turns(
+            self.tokenizer,
+            messages,
+            tools,
+            tool_mode=self.tool_mode,
+            eos_ids=self.eos_ids,
+            max_prompt_tokens=self.max_prompt_tokens,
+            policy=name,
+        )
 
     # ---- sampling -----------------------------------------------------------------------
 

@@ -26,14 +26,14 @@ Reward (``info["verifiable_reward"]``): 1.0 for a correct answer; otherwise 0.2 
 made at least one well-formed call (a registered tool of this task, valid arguments, ran without
 error), else 0.0. ``success_threshold`` is 1.0, so the 0.2 is format credit, never success.
 Hack signals: ``correct_without_lookup`` (a lookup task answered right without a successful
-lookup: a guess or a leak), ``answer_spam`` (a number task whose final message holds 6 or more
-numbers).
+lookup: a guess or a leak), ``answer_spam`` (the final message lists many candidate answers;
+such a reply is also wrong: see ``answers.is_spam``).
 
 What it does not do: no natural-language number parsing ("sixteen" is wrong), no unit
 conversion beyond the listed units, no tool timeouts (the tools are all O(input)).
 """
 
-from rankgym.envs.tooluse.answers import check_answer, format_answer, numbers_in
+from rankgym.envs.tooluse.answers import check_answer, format_answer, is_spam, numbers_in
 from rankgym.envs.tooluse.env import FORMAT_CREDIT, ToolUseEnv
 from rankgym.envs.tooluse.tasks import DIFFICULTIES, SEED, ToolUseTask, generate_tasks
 from rankgym.envs.tooluse.tools import (
@@ -66,6 +66,7 @@ __all__ = [
     "days_between",
     "format_answer",
     "generate_tasks",
+    "is_spam",
     "list_columns",
     "lookup",
     "numbers_in",

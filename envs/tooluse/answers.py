@@ -1,6 +1,17 @@
 """Reading and checking the final answer of a ToolUse episode.
 
-Part of ``rankgym.envs.tooluse`` (the rules are in the package docstring).
+Part of ``rankgym.envs.tooluse`` (the rules are in the package docstring). A reply takes one
+final answer: one that lists many candidates (``is_spam``) is wrong even when the last of them
+is right. Candidates are counted among values the prompt does not already hold, so restating the
+question ("7 + 9 = 16") or showing two or three steps of work is fine:
+
+- number: 4 or more distinct numbers that are not in the prompt;
+- date: 3 or more distinct dates not in the prompt;
+- text: 3 or more distinct values of the answer's kind (weekdays, cities, departments,
+  categories) not in the prompt, or 3 or more distinct quoted strings not in the prompt.
+
+What it does not catch: two-way hedges ("15 or 16" is right when 16 is), and a list of
+unquoted free words for an open text answer (a reversed string).
 """
 
 from __future__ import annotations
@@ -9,6 +20,18 @@ import math
 import re
 
 from rankgym.envs.tooluse.tasks import ToolUseTask
+from rankgym.envs.tooluse.tools import _CITIES, _DEPTS
+
+SPAM_NUMBERS = 4
+SPAM_DATES = 3
+SPAM_TEXTS = 3
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_TEXT_KINDS: tuple[frozenset[str], ...] = (
+    frozenset(_WEEKDAYS),
+    frozenset(c.lower() for c in _CITIES),
+    frozenset(_DEPTS),
+    frozenset(("home", "office", "kitchen", "garden")),
+)
 
 _ANSWER_TAG_RE = re.compile(r"<answer>(.*?)(?:</answer>|$)", re.DOTALL | re.IGNORECASE)
 _NUMBER_RE = re.compile(r"-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?")
@@ -36,9 +59,34 @@ def _norm(s: str) -> str:
     return " ".join(re.sub(r"[^\w\s]", " ", s.lower()).split())
 
 
+def _quoted(text: str) -> list[str]:
+    return [next(g for g in m.groups() if g) for m in _QUOTED_RE.finditer(text)]
+
+
+def is_spam(task: ToolUseTask, text: str) -> bool:
+    """Does the answer region of ``text`` list many candidate answers? (see the module doc)"""
+    region = _region(text or "")
+    if task.answer_type == "number":
+        given = {round(x, 4) for x in numbers_in(task.prompt)}
+        return len({round(x, 4) for x in numbers_in(region)} - given) >= SPAM_NUMBERS
+    if task.answer_type == "date":
+        return len(set(_DATE_RE.findall(region)) - set(_DATE_RE.findall(task.prompt))) >= SPAM_DATES
+    prompt_words = set(_norm(task.prompt).split())
+    want = _norm(str(task.answer))
+    for kind in _TEXT_KINDS:
+        if want in kind:
+            named = {w for w in _norm(region).split() if w in kind} - prompt_words
+            if len(named) >= SPAM_TEXTS:
+                return True
+    given = {_norm(q) for q in _quoted(task.prompt)}
+    return len({_norm(q) for q in _quoted(region)} - given) >= SPAM_TEXTS
+
+
 def check_answer(task: ToolUseTask, text: str) -> bool:
     """Is ``text`` (a final assistant message) a correct answer to ``task``? See module doc."""
     region = _region(text or "")
+    if is_spam(task, region):
+        return False
     if task.answer_type == "number":
         nums = numbers_in(region)
         return bool(nums) and math.isclose(nums[-1], float(task.answer), rel_tol=0, abs_tol=0.0101)
@@ -48,7 +96,7 @@ def check_answer(task: ToolUseTask, text: str) -> bool:
     want = _norm(str(task.answer))
     if not want:
         return False
-    quoted = [next(g for g in m.groups() if g) for m in _QUOTED_RE.finditer(region)]
+    quoted = _quoted(region)
     if quoted and _norm(quoted[-1]) == want:
         return True
     have = _norm(region).split()

@@ -11,7 +11,7 @@ from typing import Any
 
 from rankgym.envs.base import Env, EpisodeState, Task
 from rankgym.envs.tools import Tool
-from rankgym.envs.tooluse.answers import _region, check_answer, format_answer, numbers_in
+from rankgym.envs.tooluse.answers import check_answer, format_answer, is_spam
 from rankgym.envs.tooluse.tasks import DIFFICULTIES, ToolUseTask, generate_tasks
 from rankgym.envs.tooluse.tools import TOOL_FAMILIES, _tool_objects
 
@@ -35,13 +35,15 @@ class ToolUseEnv(Env):
         split: str = "train",
         max_turns: int | None = None,
         difficulty: str | Sequence[str] | None = None,
-        families: Sequence[str] | None = None,
+        families: str | Sequence[str] | None = None,
     ) -> None:
         super().__init__(split=split, max_turns=max_turns)
         diffs = (difficulty,) if isinstance(difficulty, str) else difficulty
         for d in diffs or ():
             if d not in DIFFICULTIES:
                 raise ValueError(f"unknown difficulty {d!r}; choose from {DIFFICULTIES}")
+        if isinstance(families, str):  # families=calc on a command line
+            families = (families,)
         for f in families or ():
             if f not in TOOL_FAMILIES:
                 raise ValueError(f"unknown family {f!r}; choose from {tuple(TOOL_FAMILIES)}")
@@ -75,7 +77,7 @@ class ToolUseEnv(Env):
         looked_up = any(r.ok and r.name == "lookup" for r in state.tool_results)
         if task.family == "lookup" and correct and not looked_up:
             signals.append("correct_without_lookup")
-        if task.answer_type == "number" and len(numbers_in(_region(answer))) >= 6:
+        if answer and is_spam(task, answer):
             signals.append("answer_spam")
         return signals
 

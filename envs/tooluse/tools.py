@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import datetime as dt
+import math
 import operator
 import random
 from collections.abc import Callable
@@ -17,6 +18,8 @@ from typing import Any
 from rankgym.envs.tools import Tool
 
 SEED = 20240601
+LIMIT = 1e15
+"""Largest magnitude ``calculate`` accepts, in its inputs and its results."""
 
 
 def _randint(rng: random.Random, a: int, b: int) -> int:
@@ -53,6 +56,8 @@ def calculate(expression: str) -> int | float:
 
 def _eval(node: ast.AST) -> int | float:
     if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        if not math.isfinite(node.value) or abs(node.value) > LIMIT:
+            raise ValueError(f"number out of range (|x| <= {LIMIT:.0e})")
         return node.value
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
         v = _eval(node.operand)
@@ -62,8 +67,8 @@ def _eval(node: ast.AST) -> int | float:
         if isinstance(node.op, ast.Pow) and (abs(right) > 64 or abs(left) > 1e6):
             raise ValueError("exponent or base too large")
         value = _BINOPS[type(node.op)](left, right)
-        if isinstance(value, complex) or abs(value) > 1e15:
-            raise ValueError("result out of range")
+        if isinstance(value, complex) or not math.isfinite(value) or abs(value) > LIMIT:
+            raise ValueError(f"result out of range (|x| <= {LIMIT:.0e})")
         return value
     raise ValueError("only numbers, + - * / // % ** and parentheses are allowed")
 

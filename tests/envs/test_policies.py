@@ -15,6 +15,7 @@ from rankgym.envs.policies import (
     Policy,
     RandomPolicy,
     TransformersPolicy,
+    chat_ids,
     make_policy,
     render_text_protocol,
 )
@@ -177,7 +178,7 @@ def test_long_prompt_truncated_from_the_left_keeping_system(tiny, tokenizer):
         {"role": "user", "content": "And now?"},
     ]
     (g,) = p.generate([long], [[]])
-    sys_ids = p._template_ids(long[:1], None, gen_prompt=False)
+    sys_ids = chat_ids(tokenizer, long[:1], None, generation_prompt=False)
     assert len(g.prompt_token_ids) == 60
     assert g.prompt_token_ids[: len(sys_ids)] == sys_ids
     full, _ = TransformersPolicy(tiny, tokenizer, max_prompt_tokens=10_000).encode(long, [])

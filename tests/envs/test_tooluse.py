@@ -6,6 +6,8 @@ from collections import Counter
 
 import gymnasium
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import rankgym.envs  # noqa: F401  (registers the built-ins)
 from rankgym.envs.tooluse import (
@@ -15,8 +17,10 @@ from rankgym.envs.tooluse import (
     check_answer,
     convert_units,
     generate_tasks,
+    is_spam,
     lookup,
 )
+from rankgym.envs.tooluse.answers import SPAM_NUMBERS
 from rankgym.types import content_hash
 
 # Pinned so that any change to the task set is deliberate (and bumps the env version).
@@ -177,3 +181,76 @@ def test_tools_behave():
     )
     with pytest.raises(ValueError, match="columns: price, stock, category"):
         lookup("products", "blue widget", "colour")
+
+
+def _task_of(env, answer_type: str, family: str | None = None, word: str = ""):
+    return next(
+        t
+        for t in env.tasks("train")
+        if t.answer_type == answer_type
+        and (family is None or t.family == family)
+        and word in t.prompt
+    )
+
+
+def test_the_issue_answer_spam_reply_is_not_rewarded(env):
+    task = next(t for t in env.tasks("train") if t.answer == 3 and t.family == "calc")
+    env.reset(options={"task_id": task.id})
+    info = env.step("0 1 2 3 4 5 6 3")[4]
+    assert info["verifiable_reward"] < 1.0 and "answer_spam" in info["hack_signals"]
+
+
+@pytest.mark.parametrize(
+    ("answer_type", "family", "word", "spam"),
+    [
+        ("number", "calc", "", "Maybe 101, 102, 103 or {answer}"),
+        ("date", "dates", "", "2030-01-01 2030-01-02 {answer}"),
+        ("text", "dates", "", "Monday, Tuesday, Wednesday, Thursday, {answer}"),  # weekdays
+        (
+            "text",
+            "lookup",
+            "office",
+            "Lisbon Oslo Denver Nairobi Osaka Lima Dublin Austin {answer}",
+        ),
+        ("text", "lookup", "department", "sales, support, research, finance, design: {answer}"),
+        ("text", "strings", "", "'abc' 'def' '{answer}'"),  # open text: quoted candidates
+    ],
+)
+def test_a_reply_listing_many_candidates_is_wrong_for_every_answer_type(
+    env, answer_type, family, word, spam
+):
+    task = _task_of(env, answer_type, family, word)
+    right = str(task.answer)
+    assert check_answer(task, f"The answer is {right}.") or check_answer(task, f"'{right}'")
+    reply = spam.format(answer=right)
+    assert not check_answer(task, reply)
+    env.reset(options={"task_id": task.id})
+    info = env.step(reply)[4]
+    assert info["verifiable_reward"] < 1.0 and "answer_spam" in info["hack_signals"]
+
+
+def test_showing_a_few_steps_of_work_is_not_spam(env):
+    task = next(t for t in env.tasks("train") if t.family == "strings" and t.difficulty == "hard" and t.answer_type == "number")  # fmt: skip
+    a = task.solution[0]["arguments"]["text"].replace(" ", "")
+    b = task.solution[1]["arguments"]["text"].replace(" ", "")
+    reply = f"{len(a)} + {len(b)} = {len(a) + len(b)}"
+    assert check_answer(task, reply) and not is_spam(task, reply)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    extra=st.lists(
+        st.integers(min_value=10**6, max_value=10**9), min_size=SPAM_NUMBERS, unique=True
+    ),
+    sep=st.sampled_from([" ", ", ", " or ", "\n"]),
+)
+def test_property_any_list_of_candidates_ending_in_the_answer_is_wrong(env, extra, sep):
+    task = _task_of(env, "number", "calc")
+    assert not check_answer(task, sep.join(map(str, extra)) + sep + str(task.answer))
+
+
+def test_calculate_refuses_infinite_and_huge_literals():
+    for bad in ("1e309", "-1e309", "9" * 199, "1e308 * 10", "10 ** 16"):
+        with pytest.raises(ValueError, match="out of range"):
+            calculate(bad)
+    assert calculate("999999999999999") == 999999999999999

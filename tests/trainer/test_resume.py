@@ -145,7 +145,9 @@ def test_a_bad_env_id_fails_before_writing_and_a_failed_start_leaves_the_dir_reu
     with pytest.raises(UserError, match="env.id"):
         Trainer(bad, progress=False).setup()
     assert not (tmp_path / "run").exists()  # nothing written
-    too_many = validate_config({**cfg, "env": {**cfg["env"], "tasks_per_step": 10**6}}, TrainConfig)
+    too_many = validate_config(
+        {**cfg, "env": {**cfg["env"], "tasks_per_step": 50_000}}, TrainConfig
+    )
     with pytest.raises(UserError, match="tasks_per_step"):
         Trainer(too_many, progress=False).setup()
     assert not (tmp_path / "run").exists()

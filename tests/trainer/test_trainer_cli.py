@@ -6,6 +6,7 @@ import json
 import tomllib
 from pathlib import Path
 
+import pytest
 from peft import PeftModel
 from trainer_helpers import install_fake_judge, save_tiny_model, tiny_config, to_toml
 
@@ -42,6 +43,7 @@ def test_train_then_eval(tmp_path: Path, capsys):
     ):  # fmt: skip
         assert key in m, key
     assert m["policy"] == "tiny@step0" and steps[1]["metrics"]["policy"] == "tiny@step1"
+    assert set(m["threads"]) == {"rollout", "judge", "update"}  # re-chosen before each phase
     turns = {tu.policy for g in (store.get_group(i) for i in store.group_ids(step=1)) for t in g.trajectories for tu in t.turns}  # fmt: skip
     assert turns == {"tiny@step1"}
 
@@ -50,7 +52,7 @@ def test_train_then_eval(tmp_path: Path, capsys):
     again = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert again["steps_run"] == 0 and again["start_step"] == 2
 
-    rc = main(["eval", "--adapter", str(out / "adapter"), "--tasks", "3", "--samples", "2", "--json", "-q"])  # fmt: skip
+    rc = main(["eval", "--adapter", str(out / "adapter"), "--tasks", "3", "--samples", "2", "--json", "-q", "--env-kwargs", "difficulty=easy families=calc"])  # fmt: skip
     assert rc == 0
     ev = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert ev["env"] == "rankgym/ToolUse-v0" and ev["env_kwargs"]["difficulty"] == "easy"
@@ -67,6 +69,16 @@ def test_train_errors_are_user_errors(tmp_path: Path, capsys):
     assert "--env is required" in capsys.readouterr().err
     assert main(["eval", "--adapter", str(tmp_path), "--env", "rankgym/ToolUse-v0"]) == 2
     assert "adapter_config.json" in capsys.readouterr().err
+    for flag, value in (("--samples", "100000000"), ("--tasks", "0"), ("--max-new-tokens", "-5")):
+        with pytest.raises(SystemExit) as e:
+            main(["eval", "--adapter", str(tmp_path), flag, value])
+        assert e.value.code == 2 and flag in capsys.readouterr().err
+    assert main(["eval", "--adapter", str(tmp_path), "--env-kwargs", "difficulty"]) == 2
+    assert "KEY=VALUE" in capsys.readouterr().err
+    huge = tmp_path / "huge.toml"
+    huge.write_text("[env]\ngroup_size = 100000000\n")
+    assert main(["train", "--config", str(huge)]) == 2
+    assert "env.group_size" in capsys.readouterr().err
 
 
 def test_train_preflight_fails_before_writing_anything(tmp_path: Path, capsys, monkeypatch):

@@ -1,0 +1,75 @@
+"""One real GRPO step on a multi-turn tool-use trajectory: only assistant tokens carry gradient.
+
+The trajectory is a ToolUse oracle episode (two tool calls, two tool results, a final answer)
+rendered by ``TransformersPolicy.demonstration`` — the same rendering the rollout uses — on a
+tiny random Llama with LoRA.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from peft import LoraConfig, get_peft_model
+from trainer_helpers import tiny_model
+
+from rankgym.envs.policies import TransformersPolicy
+from rankgym.envs.registry import make
+from rankgym.trainer.grpo import LossSettings, Sample, UpdateSettings, grpo_update, trajectory_rows
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
+def _oracle_episode():
+    env = make("rankgym/ToolUse-v0", difficulty="hard", families=["lookup"])
+    task = env.tasks("train")[0]
+    messages, info = env.reset(options={"task_id": task.id})
+    for action in env.oracle(task):
+        new, reward, *_ = env.step(action)
+        messages = messages + [action] + new
+    assert reward == 1.0
+    return messages, info["tools"]
+
+
+def test_one_real_step_trains_assistant_tokens_and_not_prompt_or_tool_output_tokens():
+    model, tok = tiny_model(seed=1)
+    messages, tools = _oracle_episode()
+    turns = TransformersPolicy(model, tok).demonstration(messages, tools)
+    assert len(turns) == 3  # two tool calls and the answer
+    rows = trajectory_rows(turns)
+    assert len(rows) == 1  # each turn's prompt extends the previous one
+    ids, mask = rows[0]
+    n = len(ids)
+    between = tok.decode([t for t, m in zip(ids, mask, strict=True) if m == 0][-120:])
+    assert "<tool_response" in between  # tool output lies among the masked tokens
+
+    lora = LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM")
+    peft_model = get_peft_model(model, lora)
+    captured: dict[str, torch.Tensor] = {}
+
+    def keep_logits(_module, _inp, out):
+        out.retain_grad()
+        captured["logits"] = out
+
+    hook = peft_model.get_base_model().lm_head.register_forward_hook(keep_logits)
+    before = {k: v.detach().clone() for k, v in peft_model.named_parameters() if v.requires_grad}
+    opt = torch.optim.SGD([p for p in peft_model.parameters() if p.requires_grad], lr=1e-2)
+    settings = UpdateSettings(loss=LossSettings(loss_type="dapo"), micro_batch_size=1, bf16=False)
+    stats = grpo_update(peft_model, opt, [Sample(rows, 1.0)], settings, pad_id=tok.pad_token_id)
+    hook.remove()
+
+    assert stats.trained_trajectories == 1 and stats.optimizer_steps == 1
+    changed = [k for k, v in peft_model.named_parameters() if v.requires_grad and not torch.equal(v, before[k])]  # fmt: skip
+    assert changed  # a real optimizer step happened
+
+    logits = captured["logits"]
+    grad = logits.grad[0].abs().sum(-1)  # (K + 1,): position j predicts token n - K + j
+    K = grad.shape[0] - 1
+    per_token = [0.0] * n  # gradient reaching the logit row that predicts token i
+    for j in range(K):
+        per_token[n - K + j] = float(grad[j])
+    assert float(grad[K]) == 0.0  # the position after the last token predicts nothing
+    assistant = [per_token[i] for i in range(n) if mask[i] == 1]
+    context = [per_token[i] for i in range(n) if mask[i] == 0]
+    assert len(assistant) == sum(len(t.completion_token_ids) for t in turns)
+    assert all(g > 0 for g in assistant)
+    assert all(g == 0 for g in context)  # system, user, tool output and template tokens
