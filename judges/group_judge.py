@@ -281,18 +281,24 @@ class GroupJudge:
         return rec
 
     # ---- one group ------------------------------------------------------------------
-    async def judge(self, group: Group, permutations: int = 1) -> Judgement:
+    async def judge(
+        self, group: Group, permutations: int = 1, orders: list[list[str]] | None = None
+    ) -> Judgement:
         """Judge one group (``permutations`` presentations) and return its judgement.
 
         Identical trajectories (same judged content, see ``prompt.twins``) are shown once; each
         twin receives the score of the first one, and ``copies`` in every presentation record
-        says which.
+        says which. ``orders`` (trajectory ids, each a permutation of the group) replaces the
+        default presentations (the group's order, then ``permutations - 1`` shuffles).
         """
         t0 = time.perf_counter()
         ids = [t.id for t in group.trajectories]
         copies = twins(group.trajectories)
         shown = [i for i in ids if i not in copies]
-        orders = presentation_orders(shown, permutations, self.spec.seed, group.content_hash())
+        if orders is None:
+            orders = presentation_orders(shown, permutations, self.spec.seed, group.content_hash())
+        else:
+            orders = [[i for i in o if i not in copies] for o in orders]
         unique = list(dict.fromkeys(tuple(o) for o in orders))  # tiny groups repeat orders
         done = await asyncio.gather(
             *(self._presentation(group, list(o)) for o in unique), return_exceptions=True
@@ -350,10 +356,11 @@ class GroupJudge:
         group: Group,
         permutations: int = 1,
         on_done: Callable[[Group, Judgement], None] | None = None,
+        orders: list[list[str]] | None = None,
     ) -> Judgement:
         """:meth:`judge` then :meth:`record`; any unexpected error becomes an unjudged group."""
         try:
-            j = await self.judge(group, permutations)
+            j = await self.judge(group, permutations, orders)
         except Exception as e:  # a bug must not lose the other groups' results
             log.exception("judging group %s failed", group.id)
             j = Judgement(

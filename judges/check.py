@@ -1,0 +1,260 @@
+"""Can this judge judge? Calibration groups of known order, judged in several orders.
+
+:func:`calibration_groups` rolls out ``n_groups`` tasks of an env with a *mixed* policy:
+slot ``k`` of every group is the env's oracle with noise ``k / (G - 1)`` (``oracle~P``: with
+probability P a random tool call instead of the oracle's next step), so each group runs from
+the clean solution to the random policy. The known order is the verifier's
+(``verifiable_reward``), ties broken by less noise (the rubric prefers more progress and fewer
+wasted calls); identical trajectories tie.
+
+:func:`run_check` judges every group in its rollout order (best first), reversed, and in
+``permutations - 2`` shuffles, stores groups and judgements (the dashboard's Agreement page
+shows them under the judge's spec), and :func:`check_report` measures, with cluster-bootstrap
+95% CIs over groups:
+
+- ``pairwise_accuracy``, ``kendall_tau``, ``top1``: each presentation's scores against the known
+  order (one unit per presentation: what one judge call gives you);
+- ``position_consistency``: Kendall tau-b between the presentations of one group (the
+  dashboard's judge-vs-self). A judge that reads position only scores about -1/3 with three
+  orders (rollout vs reversed is -1, the shuffles about 0), a consistent judge near 1;
+- ``by_order`` (rollout / reversed / shuffled) and ``averaged`` (the mean over presentations,
+  what ``--permutations K`` training would use), and ``mean_score_by_noise``.
+
+``can_judge`` is true when the tau CI lies above 0. What it does not do: test the rubric on
+your task distribution (calibration groups come from the oracle and random calls, so they
+are easier than two sampled policies of similar skill), or detect reward hacking. This is
+the one place in ``rankgym.judges`` that imports ``rankgym.envs`` (lazily): the check is an
+experiment on an env, by design.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import random
+import statistics
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from rankgym.types import Group, Judgement, JudgeSpec
+
+from .calling import RetryPolicy
+from .group_judge import GroupJudge
+from .metrics import aggregate, none_if_nan
+from .prompt import twins
+
+if TYPE_CHECKING:
+    from rankgym.store import Store
+
+__all__ = ["CheckConfig", "calibration_groups", "check_orders", "check_report", "run_check"]
+
+RUN_ID = "judge-check"
+HEADLINE = {
+    "pairwise_accuracy": "pairwise_accuracy",
+    "kendall_tau": "kendall_tau_b",
+    "top1": "top1",
+}
+
+
+@dataclass
+class CheckConfig:
+    """What to check: ``groups`` tasks of ``env_id``, ``group_size`` noise levels each,
+    ``permutations`` presentations (rollout, reversed, then shuffles; at least 2)."""
+
+    env_id: str
+    groups: int = 8
+    group_size: int = 4
+    permutations: int = 3
+    seed: int = 0
+    split: str = "train"
+    resamples: int = 2000
+    concurrency: int = 2
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+def noise_levels(group_size: int) -> list[float]:
+    """``0, 1/(G-1), ..., 1``: the noise of each slot of a calibration group."""
+    return [round(k / max(1, group_size - 1), 4) for k in range(group_size)]
+
+
+def calibration_groups(cfg: CheckConfig, store: Store | None = None) -> list[Group]:
+    """Roll out (or load from ``store``, same ids) the calibration groups of ``cfg``."""
+    from rankgym.envs.policies import make_policy
+    from rankgym.envs.registry import make
+    from rankgym.envs.rollout import rollout_groups
+
+    spec = ",".join(f"oracle~{nz:g}" for nz in noise_levels(cfg.group_size))
+    run_id = f"{RUN_ID}-s{cfg.seed}-g{cfg.group_size}"
+    kwargs: dict[str, Any] = dict(
+        n_tasks=cfg.groups, group_size=cfg.group_size, split=cfg.split, seed=cfg.seed,
+        run_id=run_id, progress=False,
+    )  # fmt: skip
+
+    def factory() -> Any:
+        return make(cfg.env_id, **cfg.env_kwargs)
+
+    if store is None:
+        return rollout_groups(factory, make_policy(spec, seed=cfg.seed), **kwargs)
+    have = set(store.group_ids())
+    kept: list[str] = []
+    new = rollout_groups(
+        factory, make_policy(spec, seed=cfg.seed), skip_group_ids=have, skipped=kept, **kwargs
+    )
+    for g in new:
+        g.env_id = cfg.env_id
+        store.put_group(g)
+    by_id = {g.id: g for g in new}
+    ids = kept + [g.id for g in new]
+    loaded = [by_id.get(i) or store.get_group(i) for i in ids]
+    return sorted(loaded, key=lambda g: ids.index(g.id))
+
+
+def check_orders(group: Group, permutations: int, seed: int) -> list[list[str]]:
+    """Rollout order, reversed, then ``permutations - 2`` distinct seeded shuffles."""
+    ids = [t.id for t in group.trajectories]
+    orders = [ids, ids[::-1]]
+    rng = random.Random(f"{seed}:{group.id}")
+    for _ in range(max(0, permutations - 2)):
+        o = list(ids)
+        for _try in range(20):
+            rng.shuffle(o)
+            if o not in orders:
+                break
+        orders.append(list(o))
+    return orders[: max(2, permutations)]
+
+
+def _noise_of(group: Group) -> dict[str, float]:
+    levels = noise_levels(len(group.trajectories))
+    out = {}
+    for k, t in enumerate(group.trajectories):
+        name = t.turns[0].policy if t.turns else None
+        try:
+            out[t.id] = float(name.split("~", 1)[1]) if name and "~" in name else levels[k]
+        except ValueError:
+            out[t.id] = levels[k]
+    return out
+
+
+def known_order(group: Group) -> dict[str, float]:
+    """Truth score per trajectory: verifier first, less noise second; identical ones tie."""
+    noise = _noise_of(group)
+    truth = {t.id: (t.verifiable_reward or 0.0) - 1e-3 * noise[t.id] for t in group.trajectories}
+    for twin, first in twins(group.trajectories).items():
+        truth[twin] = truth[first]
+    return truth
+
+
+def _kind(k: int) -> str:
+    return "rollout" if k == 0 else "reversed" if k == 1 else "shuffled"
+
+
+def _ci(agg: dict[str, Any], metric: str) -> dict[str, float | None]:
+    m = agg["metrics"][metric]
+    ci = m["macro_ci"] or [None, None]
+    return {"value": m["macro"], "ci_low": ci[0], "ci_high": ci[1]}
+
+
+def check_report(
+    groups: list[Group], judgements: list[Judgement], resamples: int = 2000, seed: int = 0
+) -> dict[str, Any]:
+    """The numbers of the check (see the module docstring) from judged calibration groups."""
+    units: dict[str, list[tuple[str, list[float], list[float]]]] = {
+        "all": [], "rollout": [], "reversed": [], "shuffled": [], "averaged": [], "self": [],
+    }  # fmt: skip
+    by_noise: dict[float, list[float]] = {}
+    vr_by_noise: dict[float, list[float]] = {}
+    for g, j in zip(groups, judgements, strict=True):
+        if j.status != "ok":
+            continue
+        ids = [t.id for t in g.trajectories]
+        truth = known_order(g)
+        tv = [truth[i] for i in ids]
+        pres = [p["scores"] for p in j.presentations]
+        for k, sc in enumerate(pres):
+            unit = (g.id, [sc[i] for i in ids], tv)
+            units["all"].append(unit)
+            units[_kind(k)].append(unit)
+        for a, b in itertools.combinations(pres, 2):
+            units["self"].append((g.id, [a[i] for i in ids], [b[i] for i in ids]))
+        avg = j.score_map()
+        units["averaged"].append((g.id, [avg[i] for i in ids], tv))
+        noise = _noise_of(g)
+        for t in g.trajectories:
+            by_noise.setdefault(noise[t.id], []).append(avg[t.id])
+            vr_by_noise.setdefault(noise[t.id], []).append(t.verifiable_reward or 0.0)
+    agg = {k: aggregate(u, n_resamples=resamples, seed=seed) for k, u in units.items()}
+    out: dict[str, Any] = {name: _ci(agg["all"], m) for name, m in HEADLINE.items()}
+    out["position_consistency"] = _ci(agg["self"], "kendall_tau_b")
+    out["by_order"] = {
+        kind: {name: _ci(agg[kind], m) for name, m in HEADLINE.items()}
+        for kind in ("rollout", "reversed", "shuffled")
+        if units[kind]
+    }
+    out["averaged"] = {name: _ci(agg["averaged"], m) for name, m in HEADLINE.items()}
+    out["mean_score_by_noise"] = {
+        f"{nz:g}": round(statistics.mean(v), 4) for nz, v in sorted(by_noise.items())
+    }
+    out["mean_verifiable_by_noise"] = {
+        f"{nz:g}": round(statistics.mean(v), 4) for nz, v in sorted(vr_by_noise.items())
+    }
+    low = out["kendall_tau"]["ci_low"]
+    out["can_judge"] = bool(low is not None and low > 0)
+    out["judged"] = sum(j.status == "ok" for j in judgements)
+    out["unjudged"] = sum(j.status != "ok" for j in judgements)
+    return out
+
+
+def run_check(
+    cfg: CheckConfig,
+    spec: JudgeSpec,
+    store: Store | None = None,
+    retry: RetryPolicy | None = None,
+) -> dict[str, Any]:
+    """Roll out (or reuse) the calibration groups, judge them, store both, and report.
+
+    Judgements already in ``store`` for the same spec and orders come from the judge cache at
+    no cost, so a rerun is quick. Never raises for a judge failure (unjudged groups are
+    counted in ``unjudged``).
+    """
+    t0 = time.perf_counter()
+    groups = calibration_groups(cfg, store)
+    rollout_s = time.perf_counter() - t0
+    if store is not None:
+        store.put_judge_spec(spec)
+    judge = GroupJudge(spec, store, concurrency=cfg.concurrency, retry=retry)
+
+    async def main() -> list[Judgement]:
+        return list(
+            await asyncio.gather(
+                *(
+                    judge.judge_and_record(g, orders=check_orders(g, cfg.permutations, cfg.seed))
+                    for g in groups
+                )
+            )
+        )
+
+    judgements = asyncio.run(main())
+    report = check_report(groups, judgements, cfg.resamples, cfg.seed)
+    costs = [j.cost_usd for j in judgements if j.cost_usd is not None]
+    report.update(
+        env=cfg.env_id,
+        judge=spec.model,
+        spec_hash=spec.spec_hash,
+        groups=len(groups),
+        group_size=cfg.group_size,
+        permutations=max(2, cfg.permutations),
+        seed=cfg.seed,
+        calls=sum(j.calls for j in judgements),
+        cached=sum(j.cached for j in judgements),
+        input_tokens=sum(j.input_tokens for j in judgements),
+        cost_usd=sum(costs) if costs else None,
+        errors=[j.error for j in judgements if j.error][:5],
+        rollout_s=round(rollout_s, 2),
+        seconds=round(time.perf_counter() - t0, 2),
+    )
+    for v in report.values():  # NaN is not JSON
+        if isinstance(v, dict) and "value" in v:
+            v["value"] = none_if_nan(v["value"])
+    return report
