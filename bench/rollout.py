@@ -9,6 +9,16 @@ reports how many trajectories came out token-identical.
     RANKGYM_CACHE=/tmp/rgcache HF_HUB_OFFLINE=1 .venv/bin/python bench/rollout.py \\
         --tasks 2 --group-size 8 --max-new-tokens 48 --repeats 2
 
+``--vllm URL`` (a running server for the same model, LoRA enabled, rank >= 16) or ``--vllm
+serve`` (start one; see ``rankgym.envs.vllm_server``) adds the vLLM modes: the same episodes
+through the server's base model and through a LoRA adapter (r=16 on all projections, random
+non-zero weights, loaded at run time), each against the embedded batched path measured in the
+same run. The vLLM modes need ``make vllm-venv``; with ``--vllm`` the sequential mode is skipped
+unless ``--sequential`` is given:
+
+    RANKGYM_CACHE=/tmp/rgcache .venv/bin/python bench/rollout.py --vllm serve \\
+        --tasks 8 --group-size 8 --max-new-tokens 48
+
 The machine is shared: the 1-minute load average before and after each mode is printed, and
 ``--repeats`` alternates the modes so that load drift hits both. ``--threads`` defaults to 1:
 with other busy processes on 2 cores, 2 OpenMP threads stall each other (measured 10-20x
@@ -22,6 +32,8 @@ import json
 import os
 import platform
 import time
+from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -37,6 +49,10 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--threads", type=int, default=1, help="torch threads (1: see module doc)")
+    ap.add_argument("--vllm", metavar="URL|serve", help="also measure a vLLM server (module doc)")
+    ap.add_argument(
+        "--sequential", action="store_true", help="keep the sequential mode with --vllm"
+    )
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
 
@@ -55,15 +71,25 @@ def main() -> None:
     # warm-up: one short episode so that lazy initialisation is not timed
     rollout_groups(args.env, policy, n_tasks=1, group_size=1, seed=args.seed + 1, progress=False)
 
-    results: dict[str, list[dict]] = {"batched": [], "sequential": []}
+    modes = ["sequential", "batched"]
+    policies = {"batched": policy, "sequential": policy}
+    vllm = None
+    if args.vllm:
+        vllm = VLLMModes(args.vllm, args)
+        policies.update(vllm.policies)
+        modes = ["batched", *vllm.policies] + (["sequential"] if args.sequential else [])
+    results: dict[str, list[dict]] = {m: [] for m in modes}
     tokens: dict[str, list] = {}
     for rep in range(args.repeats):
-        order = ["sequential", "batched"] if rep % 2 == 0 else ["batched", "sequential"]
+        order = modes if rep % 2 == 0 else modes[::-1]
         for mode in order:
             load_before = os.getloadavg()[0]
             start = time.perf_counter()
             groups = rollout_groups(
-                args.env, policy, max_concurrent=1 if mode == "sequential" else None, **common
+                args.env,
+                policies[mode],
+                max_concurrent=1 if mode == "sequential" else None,
+                **common,
             )
             wall = time.perf_counter() - start
             s = summarize(groups, wall)
@@ -85,6 +111,11 @@ def main() -> None:
     def best(mode: str) -> dict:
         return max(results[mode], key=lambda s: s["episodes_per_min"])
 
+    if vllm is not None:
+        out = vllm.report(results, best, args)
+        vllm.close()
+        print(json.dumps(out) if args.json else _vllm_lines(out))
+        return
     same = sum(a == b for a, b in zip(tokens["batched"], tokens["sequential"], strict=True))
     out = {
         "env": args.env,
@@ -115,6 +146,80 @@ def main() -> None:
             f"{out['sequential_episodes_per_min']} episodes/min "
             f"(token-identical trajectories: {out['token_identical_trajectories']})"
         )
+
+
+class VLLMModes:
+    """The vLLM server policies: base model and a random LoRA adapter loaded at run time."""
+
+    def __init__(self, where: str, args: argparse.Namespace) -> None:
+        import tempfile
+
+        from rankgym.envs.policies import make_policy
+
+        spec = "vllm:serve" if where == "serve" else f"vllm:{where}"
+        t0 = time.perf_counter()
+        sampling = dict(max_new_tokens=args.max_new_tokens, temperature=args.temperature, seed=args.seed)  # fmt: skip
+        base = make_policy(spec, **sampling)
+        self.start_s = time.perf_counter() - t0
+        self.rss = base.server.rss_gib() if base.server else None
+        self.dir = Path(tempfile.mkdtemp(prefix="bench-lora-"))
+        _random_adapter(self.dir)
+        base.client.load_lora("bench@lora", self.dir)
+        lora = make_policy(f"vllm:{base.client.base_url}@bench@lora", **sampling)
+        self.base, self.lora = base, lora
+        self.policies = {"vllm-base": base, "vllm-lora": lora}
+
+    def report(self, results: dict[str, list[dict]], best: Any, args: argparse.Namespace) -> dict:
+        import torch
+
+        ref = best("batched")["tokens_per_s"]
+        out = {
+            "env": args.env, "episodes": args.tasks * args.group_size, "max_new_tokens": args.max_new_tokens,
+            "temperature": args.temperature, "threads": args.threads,
+            "server_start_s": round(self.start_s, 1), "server_rss_gib": self.rss and round(self.rss, 2),
+            "embedded_batched_tokens_per_s": ref, "runs": results,
+            "machine": f"{platform.machine()} {os.cpu_count()} cpus, torch {torch.__version__}",
+        }  # fmt: skip
+        for mode in ("vllm-base", "vllm-lora"):
+            tps = best(mode)["tokens_per_s"]
+            out[f"{mode}_tokens_per_s"] = tps
+            out[f"{mode}_vs_embedded"] = round(tps / ref, 2) if ref else None
+        return out
+
+    def close(self) -> None:
+        import shutil
+
+        self.base.client.unload_lora("bench@lora")
+        self.lora.close()
+        self.base.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _random_adapter(path: Path) -> None:
+    """A LoRA adapter (r=16, every projection) with non-zero weights for the embedded model."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+
+    from rankgym.model import load_embedded
+
+    model, _ = load_embedded("float32")
+    targets = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+    torch.manual_seed(0)
+    peft = get_peft_model(model, LoraConfig(r=16, lora_alpha=32, target_modules=targets))
+    with torch.no_grad():
+        for name, w in peft.named_parameters():
+            if "lora_B" in name:
+                w.normal_(0, 0.02)
+    peft.save_pretrained(str(path))
+
+
+def _vllm_lines(out: dict) -> str:
+    return (
+        f"embedded batched {out['embedded_batched_tokens_per_s']} tok/s; vLLM base "
+        f"{out['vllm-base_tokens_per_s']} tok/s ({out['vllm-base_vs_embedded']}x), through a LoRA "
+        f"{out['vllm-lora_tokens_per_s']} tok/s ({out['vllm-lora_vs_embedded']}x); server start "
+        f"{out['server_start_s']} s, RSS {out['server_rss_gib']} GiB"
+    )
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ vLLM pins its own torch/transformers, so it lives in a venv of its own, never in
 
 On a CPU (no ``nvidia-smi``) the server gets the settings measured on this project's machine:
 ``VLLM_CPU_KVCACHE_SPACE`` (GiB of KV cache, default 2), ``VLLM_CPU_OMP_THREADS_BIND`` (all
-cores unless set) and ``--dtype bfloat16``. Runtime LoRA updating is always enabled
+cores unless set) and ``--dtype bfloat16``, and no chunked prefill (see :meth:`ManagedServer.cpu_args`). Runtime LoRA updating is always enabled
 (``VLLM_ALLOW_RUNTIME_LORA_UPDATING=True``, ``--enable-lora``). Sampler logprobs are requested
 as ``processed_logprobs`` (after temperature/top-p), what the embedded policy records.
 
@@ -174,8 +174,15 @@ class ManagedServer:
             "--enable-lora", "--max-lora-rank", str(self.max_lora_rank),
             "--max-loras", str(self.max_loras), "--max-model-len", str(self.max_model_len),
             "--dtype", self.dtype, "--logprobs-mode", "processed_logprobs",
-            "--disable-log-stats", *self.extra_args,
+            "--disable-log-stats", *self.cpu_args(), *self.extra_args,
         ]  # fmt: skip
+
+    def cpu_args(self) -> list[str]:
+        """Flags a CPU server needs: vllm-cpu 0.32.0 crashes ("CPU Generator does not use
+        offset") when a seeded request is prefilled in chunks, which happens as soon as many
+        requests arrive at once; whole-prompt prefill avoids it (measured: 64 concurrent seeded
+        250-token prompts crash the default server, not this one)."""
+        return [] if self.cuda else ["--no-enable-chunked-prefill"]
 
     def environment(self) -> dict[str, str]:
         env = dict(os.environ)

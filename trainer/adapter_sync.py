@@ -45,7 +45,7 @@ from rankgym.errors import RankgymError
 
 log = logging.getLogger(__name__)
 
-__all__ = ["AdapterSync", "AdapterSyncError", "VLLMSection", "probe_ids"]
+__all__ = ["AdapterSync", "AdapterSyncError", "VLLMSection", "probe_ids", "start_for"]
 
 EXACT = 1e-6
 """Mean |delta log-prob| below which two probes count as the same answer."""
@@ -151,6 +151,8 @@ class AdapterSync:
         )
         self.probe = probe_ids(tokenizer)
         self.current: str | None = None
+        self.last: dict[str, Any] = {}
+        """Metrics of the latest :meth:`publish` (the loop adds them to the step's)."""
         self.current_dir: Path | None = None
         # the reference the next adapter is compared with: the base model to begin with
         self._prev_server = self._server_probe(section.served_name)
@@ -249,6 +251,7 @@ class AdapterSync:
             shutil.rmtree(old_dir, ignore_errors=True)
         stats["adapter_sync_s"] = round(time.perf_counter() - t0, 3)
         log.info("serving %s (%s)", name, stats)
+        self.last = stats
         return stats
 
     def close(self) -> None:
@@ -257,3 +260,29 @@ class AdapterSync:
             with contextlib.suppress(RankgymError):
                 self.client.unload_lora(self.current)
         self.policy.close()
+
+
+def start_for(trainer: Any) -> AdapterSync:
+    """An :class:`AdapterSync` for a set-up ``loop.Trainer`` whose config has ``[vllm]``."""
+    cfg = trainer.cfg
+    model_dir = cfg.policy.model
+    if model_dir == "embedded":
+        from rankgym.model import embedded_model_dir
+
+        model_dir = str(embedded_model_dir())
+    return AdapterSync(
+        cfg.vllm,
+        run_id=trainer.run_id,
+        model=trainer.model,
+        tokenizer=trainer.tokenizer,
+        model_dir=model_dir,
+        out_dir=trainer.out,
+        lora_rank=cfg.lora.r,
+        policy_kwargs={
+            "name": trainer.policy_name(trainer.start_step),
+            "max_new_tokens": cfg.policy.max_new_tokens,
+            "temperature": cfg.policy.temperature,
+            "top_p": cfg.policy.top_p,
+            "seed": cfg.seed,
+        },
+    )

@@ -14,6 +14,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from rankgym.config import load_config
+from rankgym.judges.router import RouterConfig
+from rankgym.trainer.adapter_sync import VLLMSection
 
 
 class _Section(BaseModel):
@@ -142,6 +144,10 @@ class TrainConfig(_Section):
     loss: LossSection = Field(default_factory=LossSection)
     optim: OptimSection = Field(default_factory=OptimSection)
     eval: EvalSection = Field(default_factory=EvalSection)
+    vllm: VLLMSection | None = None
+    """Roll out through a vLLM server with one LoRA adapter per step (``adapter_sync.py``)."""
+    router: RouterConfig | None = None
+    """LiteLLM Router for the judge: deployments, fallbacks, rpm/tpm, retry budget."""
 
     @property
     def store_path(self) -> str:

@@ -71,7 +71,7 @@ env_factory = make_env_factory  # the name older callers import
 log = logging.getLogger(__name__)
 
 # Config keys that may change between a run and its resumption.
-RESUMABLE_CHANGES = {"steps", "out_dir", "store", "keep_checkpoints", "eval"}
+RESUMABLE_CHANGES = {"steps", "out_dir", "store", "keep_checkpoints", "eval", "vllm", "router"}
 
 
 class Trainer:
@@ -154,6 +154,10 @@ class Trainer:
         from rankgym.judges.group_judge import check_credentials
         from rankgym.model import check_device
 
+        if self.cfg.router is not None:
+            from rankgym.judges.router import install
+
+            install(self.cfg.router)
         try:
             check_device(self.cfg.policy.device)
         except ValueError as e:
@@ -230,6 +234,12 @@ class Trainer:
             seed=cfg.seed,
             autocast=self.bf16,
         )
+        self.sync = None
+        if cfg.vllm is not None:  # rollouts through vLLM, one adapter per step
+            from rankgym.trainer.adapter_sync import start_for
+
+            self.sync = start_for(self)
+            self.policy = self.sync.policy
 
     def policy_name(self, step: int) -> str:
         return f"{self.model_name}@step{step}"
@@ -260,6 +270,8 @@ class Trainer:
         """
         expected = self.policy_name(step)
         self.policy.name = expected
+        if self.sync is not None:  # save, load as <run>@step<k>, verify, unload the old one
+            self.sync.publish(step)
         return expected
 
     def _rollout_and_judge(self, step: int) -> tuple[list[Group], dict[str, Any]]:
@@ -376,6 +388,8 @@ class Trainer:
             timing=timing,
             bf16=self.bf16,
         )
+        if self.sync is not None:
+            metrics.update(self.sync.last)
         if metrics["no_signal"]:
             self.echo(
                 f"step {step}: no signal ({adv.zero_variance_groups}/{len(groups)} groups had "
@@ -491,6 +505,8 @@ class Trainer:
             "wall_s": round(time.perf_counter() - t0, 1),
             "evals": evals,
         }
+        if self.sync is not None:
+            self.sync.close()
         self.store.close()
         return summary
 

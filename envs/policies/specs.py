@@ -85,12 +85,17 @@ def make_policy(
             top_p=None if top_p == 1.0 else top_p,
             seed=seed,
         )
+    if spec.startswith("vllm:"):  # a vLLM server (running, or started and owned by the policy)
+        from rankgym.envs.policies.vllm import make_vllm_policy
+
+        return make_vllm_policy(spec, **sampling)
     if spec == "random":
         return RandomPolicy(seed=seed)
     if spec == "oracle":
         return OraclePolicy(env=env)
     raise UserError(
         f"unknown policy {spec!r}; use one of: embedded, hf:PATH[@ADAPTER_DIR], "
-        "litellm:MODEL (e.g. litellm:openai/gpt-4o-mini), random, oracle, oracle~P (noisy "
-        "oracle, 0 <= P <= 1), or a comma list for mixed groups (e.g. oracle,random,embedded)"
+        "litellm:MODEL (e.g. litellm:openai/gpt-4o-mini), vllm:URL[@MODEL], vllm:serve[:DIR], "
+        "random, oracle, oracle~P (noisy oracle, 0 <= P <= 1), or a comma list for mixed groups "
+        "(e.g. oracle,random,embedded)"
     )

@@ -1,0 +1,252 @@
+"""The ``vllm:`` policy: rollouts through a vLLM OpenAI server, keeping token ids and logprobs.
+
+:class:`VLLMPolicy` renders and tokenizes each conversation *locally* exactly as
+:class:`~rankgym.envs.policies.transformers.TransformersPolicy` does (same chat template, same
+tool protocol, same truncation), sends the prompt token ids to ``/v1/completions`` with
+``return_token_ids`` and ``logprobs=0``, and returns the completion token ids with the
+sampler's log-probabilities. So a turn sampled by vLLM trains exactly like an embedded one: the
+prompt ids are ours, the completion ids are the server's. Each request carries a seed derived
+from the episode seed and turn. The server must run with ``--logprobs-mode processed_logprobs``
+(what :class:`~rankgym.envs.vllm_server.ManagedServer` starts) for the logprobs to be those of
+the distribution the token was sampled from (after temperature/top-p), like the embedded ones.
+
+``model`` is the served model the requests name: the base model, or a LoRA adapter loaded at
+run time (the trainer switches it to ``<run>@step<k>`` after each update, see
+``rankgym.trainer.adapter_sync``). Every reply must name that model, else the turn is an error.
+
+Specs (``make_policy``):
+
+- ``vllm:http://HOST:PORT`` or ``vllm:http://HOST:PORT@NAME``: a running server; NAME is a
+  served model or loaded adapter (default: the first model it lists). The tokenizer is loaded
+  from the model's ``root`` path, which must be readable here (same machine or shared disk).
+- ``vllm:serve`` or ``vllm:serve:MODEL_DIR``: start a managed server for the embedded model (or
+  MODEL_DIR) and stop it when the policy is closed or the process exits.
+
+What it does not do: no streaming, no remote tokenization (the tokenizer files must be local),
+no retries of a failed request (it becomes that episode's error), and sampling is not
+bit-identical to the embedded policy's (different kernels and random streams), only the same
+distribution.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from rankgym.envs.policies.base import (
+    EpisodeContext,
+    Generation,
+    Messages,
+    Tools,
+    assistant_message,
+    derive_seed,
+)
+from rankgym.envs.policies.render import pick_tool_mode, prompt_ids
+from rankgym.envs.policies.transformers import TransformersPolicy
+from rankgym.envs.vllm_server import ManagedServer, VLLMClient, VLLMError
+
+__all__ = ["VLLMPolicy", "make_vllm_policy"]
+
+_INT63 = 2**63 - 1
+
+
+class VLLMPolicy:
+    """Batched rollouts through a vLLM server (see the module docstring).
+
+    ``concurrency`` requests are in flight at once (vLLM batches them itself). ``server`` is a
+    :class:`ManagedServer` the policy owns and stops in :meth:`close`.
+    """
+
+    def __init__(
+        self,
+        client: VLLMClient,
+        tokenizer: Any,
+        model: str,
+        name: str | None = None,
+        max_new_tokens: int = 96,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        top_k: int = 0,
+        seed: int = 0,
+        max_prompt_tokens: int = 2048,
+        concurrency: int = 64,
+        tool_mode: str = "auto",
+        server: ManagedServer | None = None,
+    ) -> None:
+        if max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+        self.client, self.tokenizer, self.model = client, tokenizer, model
+        self.name = name or f"vllm:{model}"
+        self.max_new_tokens, self.temperature, self.top_p, self.top_k = (
+            max_new_tokens,
+            temperature,
+            top_p,
+            top_k,
+        )
+        self.seed, self.max_prompt_tokens = seed, max_prompt_tokens
+        self.concurrency = max(1, concurrency)
+        self.server = server
+        self._rng = random.Random(seed)
+        self.tool_mode = pick_tool_mode(tokenizer, tool_mode)
+        self.eos_ids = _eos_ids(tokenizer)
+
+    def encode(self, messages: Messages, tools: Tools) -> tuple[list[int], list[str]]:
+        """Prompt token ids, exactly as the embedded policy makes them (``render.prompt_ids``)."""
+        return prompt_ids(self.tokenizer, messages, tools, self.tool_mode, self.max_prompt_tokens)
+
+    def payload(self, ids: list[int], seed: int) -> dict[str, Any]:
+        """The ``/v1/completions`` request for one prompt."""
+        p: dict[str, Any] = {
+            "model": self.model,
+            "prompt": ids,
+            "max_tokens": self.max_new_tokens,
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "seed": seed & _INT63,
+            "logprobs": 0,
+            "return_token_ids": True,
+            "stop_token_ids": sorted(self.eos_ids),
+            "skip_special_tokens": True,
+        }
+        if self.top_k:
+            p["top_k"] = self.top_k
+        return p
+
+    def generate(
+        self,
+        batch: list[Messages],
+        tools: list[Tools],
+        contexts: Sequence[EpisodeContext] | None = None,
+    ) -> list[Generation]:
+        """One assistant turn per conversation; a failed request becomes that turn's error."""
+        if len(tools) != len(batch):
+            raise ValueError(f"got {len(batch)} conversations but {len(tools)} tool lists")
+        jobs = []
+        for i, (messages, tool_list) in enumerate(zip(batch, tools, strict=True)):
+            ctx = contexts[i] if contexts is not None else None
+            if ctx is not None and ctx.seed is not None:
+                seed = derive_seed(self.seed, ctx.seed, ctx.turn)
+            else:
+                seed = self._rng.getrandbits(63)
+            jobs.append((messages, tool_list, seed))
+        with ThreadPoolExecutor(max_workers=min(self.concurrency, max(1, len(jobs)))) as pool:
+            return list(pool.map(lambda j: self._one(*j), jobs))
+
+    def _error(self, msg: str) -> Generation:
+        return Generation(message={"role": "assistant", "content": ""}, policy=self.name, error=msg)
+
+    def _one(self, messages: Messages, tool_list: Tools, seed: int) -> Generation:
+        try:
+            ids, notes = self.encode(messages, tool_list)
+        except Exception as e:  # a template that rejects this conversation
+            return self._error(f"chat template failed: {type(e).__name__}: {e}")
+        try:
+            resp = self.client.completion(self.payload(ids, seed))
+        except VLLMError as e:
+            return self._error(str(e))
+        if resp.get("model") != self.model:
+            return self._error(f"vLLM answered as {resp.get('model')!r}, asked {self.model!r}")
+        choice = resp["choices"][0]
+        out_ids = [int(t) for t in choice.get("token_ids") or []]
+        lp = (choice.get("logprobs") or {}).get("token_logprobs") or []
+        if len(lp) != len(out_ids):
+            return self._error(
+                f"vLLM returned {len(out_ids)} token ids but {len(lp)} logprobs; is it a vLLM "
+                "server (return_token_ids needs vLLM >= 0.10.2)?"
+            )
+        text = self.tokenizer.decode(out_ids, skip_special_tokens=True)
+        return Generation(
+            message=assistant_message(text),
+            prompt_token_ids=ids,
+            completion_token_ids=out_ids,
+            completion_logprobs=[float(x) for x in lp],
+            policy=self.name,
+            text=text,
+            completion_tokens=len(out_ids),
+            notes=notes,
+        )
+
+    def close(self) -> None:
+        """Close the HTTP client and stop the managed server, if any."""
+        self.client.close()
+        if self.server is not None:
+            self.server.stop()
+            self.server = None
+
+
+def _eos_ids(tokenizer: Any) -> set[int]:
+    """The embedded policy's stop tokens: tokenizer and generation-config EOS, ``<|im_end|>``."""
+    from transformers import GenerationConfig
+
+    gen = None
+    path = getattr(tokenizer, "name_or_path", "")
+    if path and (Path(path) / "generation_config.json").is_file():
+        gen = GenerationConfig.from_pretrained(path)
+    shim = SimpleNamespace(tokenizer=tokenizer, model=SimpleNamespace(generation_config=gen))
+    return TransformersPolicy._eos_ids(shim)  # type: ignore[arg-type]
+
+
+def _tokenizer_for(client: VLLMClient, name: str | None) -> tuple[Any, str]:
+    """The served model to use and a tokenizer loaded from its ``root`` path."""
+    from transformers import AutoTokenizer
+
+    from rankgym.errors import UserError
+
+    models = client.models()
+    if not models:
+        raise UserError(f"vLLM server {client.base_url} serves no model")
+    by_id = {m["id"]: m for m in models}
+    if name is not None and name not in by_id:
+        raise UserError(
+            f"vLLM server {client.base_url} does not serve {name!r}; it serves {sorted(by_id)}"
+        )
+    entry = by_id[name] if name else models[0]
+    root = entry.get("root") or ""
+    if entry.get("parent"):  # a LoRA adapter: the tokenizer is the base model's
+        root = by_id.get(entry["parent"], {}).get("root") or root
+    if not Path(root).is_dir():
+        raise UserError(
+            f"vLLM model {entry['id']!r} lives at {root!r}, which is not a directory here; the "
+            "vllm: policy tokenizes locally, so run it where the model files are readable"
+        )
+    return AutoTokenizer.from_pretrained(root), entry["id"]
+
+
+def make_vllm_policy(spec: str, **sampling: Any) -> VLLMPolicy:
+    """A :class:`VLLMPolicy` from a ``vllm:`` spec (see the module docstring)."""
+    from rankgym.errors import UserError
+
+    rest = spec[len("vllm:") :]
+    server: ManagedServer | None = None
+    if rest == "serve" or rest.startswith("serve:"):
+        model_dir = rest[len("serve:") :] if rest.startswith("serve:") else ""
+        if not model_dir:
+            from rankgym.model import embedded_model_dir
+
+            model_dir = str(embedded_model_dir())
+        if not Path(model_dir).is_dir():
+            raise UserError(f"--policy {spec}: {model_dir!r} is not a model directory")
+        server = ManagedServer(model_dir, served_name="base")
+        url, name = server.start(), "base"
+    elif rest.startswith(("http://", "https://")):
+        scheme, tail = rest.split("://", 1)
+        host, _, name_part = tail.partition("@")  # adapter names may hold "@" (run@step3)
+        url, name = f"{scheme}://{host}", name_part or None
+    else:
+        raise UserError(
+            f"--policy {spec}: use vllm:http://HOST:PORT[@MODEL] for a running server or "
+            "vllm:serve[:MODEL_DIR] to start one"
+        )
+    client = VLLMClient(url)
+    try:
+        tok, model = _tokenizer_for(client, name)
+    except Exception:
+        client.close()
+        if server is not None:
+            server.stop()
+        raise
+    return VLLMPolicy(client, tok, model, name=spec, server=server, **sampling)
