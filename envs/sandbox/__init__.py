@@ -2,21 +2,23 @@
 
 ``Sandbox.run_calls(code, entry_point, calls)`` runs ``code`` in a fresh process and calls
 ``entry_point(*args)`` for each argument tuple; what comes back is, per call, the return value
-re-built from a typed encoding (``supervisor.encode``: builtins only, exact types kept; any other
+re-built from a typed encoding (``codec.encode``: builtins only, exact types kept; any other
 object becomes an ``Opaque`` that equals nothing) or the exception's name and message. The
 caller compares those values with expected ones in its own process. ``run_script`` runs a
 program and returns its (cut) output.
 
-How a run is isolated (``python -I -S supervisor.py``, which does the work as root, then forks):
+How a run is isolated (a warm ``python -I -S supervisor.py`` per concurrent caller, see
+``worker.py``, sets up as root and forks a fresh candidate process per run):
 
-- **namespaces** (when the kernel lets us ``unshare``): a new network namespace (only a down
-  loopback: no network at all), a new pid namespace (the candidate is its init: it sees and can
-  signal only its own processes, and when it exits the kernel kills every one left), a new mount
-  namespace where the host's private directories (``/work``, ``/root`` except the interpreter's
+- **namespaces** (when the kernel lets us ``unshare``): network (only a down loopback: no
+  network at all), pid (the candidate sees and can signal only the sandbox's processes), IPC,
+  UTS and mount: the host's private directories (``/work``, ``/root`` except the interpreter's
   path, ``/home``, ``/tmp``, ``/run``, ``/opt``..., every ``site-packages`` and this project's
   tree) are covered by empty read-only tmpfs and ``/proc`` is re-mounted for the new pid space;
-- **a fresh work dir**: a size-limited tmpfs (``Limits.workdir_bytes``) as cwd and ``HOME``,
-  gone with the namespace;
+- **a fresh work dir** per run: a size-limited tmpfs (``Limits.workdir_bytes``) as cwd and
+  ``HOME``, unmounted after the run;
+- **a fresh address space** per run: the candidate is forked from a zygote that never held a
+  request, so it cannot find earlier runs' code, inputs or outputs in its own memory;
 - **an unprivileged uid/gid** (a per-run uid from 200000 up, no supplementary groups,
   ``no_new_privs``): the candidate cannot signal, trace or read other runs' processes or root's
   files that are not world-readable, and cannot gain privileges through setuid binaries;
@@ -24,8 +26,8 @@ How a run is isolated (``python -I -S supervisor.py``, which does the work as ro
   a hard process count and memory cap for the whole run, which RLIMIT_NPROC/RLIMIT_AS alone do
   not give (NPROC does not bind root; AS is per process);
 - **rlimits**: CPU seconds, address space, file size, open files, processes, no core dumps;
-- **its own session** (process group); the wall-clock limit kills the session, every pid in its
-  cgroups, and (through the pid namespace) everything else it started;
+- **its own session** (process group); the wall-clock limit kills the session, every pid in the
+  run's cgroups and every process of the run's uid (double-forked daemons included);
 - **a scrubbed environment** (``PATH``, ``HOME``, ``LANG`` only), no stdin, output cut to
   ``Limits.output_chars`` and the run killed when output passes 64 times that.
 
@@ -34,7 +36,8 @@ make any syscall its uid allows); reading world-readable files outside the hidde
 (``/etc``, ``/usr``, the interpreter's stdlib); CPU and memory-bandwidth contention with the host;
 timing side channels. Without root (``capabilities()["root"]`` false) there is no uid change,
 no namespaces and no cgroups: only rlimits, a session and a temp dir, and the candidate can read
-whatever the calling user can, hidden test files included. Without ``unshare`` there is no
+whatever the calling user can, hidden test files included (never the expected values, which
+stay in the caller's memory). Without ``unshare`` there is no
 network isolation; we do **not** fall back to blocking ``socket`` in-process, because code in
 the same process can undo that. ``capabilities()`` says which of these hold on this machine.
 The audit-hook events reported back (file, socket, process, kill events) come from the

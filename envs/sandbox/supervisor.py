@@ -1,21 +1,22 @@
-"""The in-sandbox supervisor: stdlib only, run as ``python -I -S supervisor.py`` by ``sandbox.py``.
+"""The sandbox's supervisor: stdlib only, run as ``python -I -S supervisor.py`` by ``worker.py``.
 
-It reads one JSON request on stdin, isolates itself (new mount, network and pid namespaces when
-the kernel allows; hides the host's private directories under empty read-only tmpfs; a fresh
-size-limited tmpfs as the work dir; joins the cgroups the parent made), then forks the candidate:
-the candidate process gets its own session, resource limits, ``no_new_privs``, no supplementary
-groups, an unprivileged uid/gid, a scrubbed environment and the work dir as cwd. The supervisor
-stays root, out of the candidate's reach (a different uid cannot signal or ptrace it), enforces
-the wall-clock limit, kills what is left, checks the work dir's harness files, and writes one
-JSON report on its stdout.
+It reads a config frame on stdin and isolates itself once (new mount, network, pid, IPC and UTS
+namespaces when the kernel allows; the host's private directories hidden under empty read-only
+tmpfs, the interpreter's own tree bound back; ``/proc`` re-mounted for the new pid space), forks
+a zygote, then serves request frames, one report frame each, until stdin closes. Per run: a
+fresh size-limited tmpfs work dir with the given files; the zygote forks the candidate, which
+reads its request from its own pipe, joins the run's cgroups, takes its own session, resource
+limits, ``no_new_privs``, no supplementary groups, the run's unprivileged uid/gid, a scrubbed
+environment and the work dir as cwd. The supervisor stays root, out of the candidate's reach (a
+different uid cannot signal or ptrace it), enforces the wall-clock limit, kills what is left
+(session, cgroups, every process of the run's uid), checks the work dir's harness files and
+reports.
 
 The candidate sends back only *values*: for each call, the return value encoded with its type
-(``encode`` below; ``decode`` is what the parent uses). The candidate controls its own process,
-so it can forge anything it sends, which is only ever its own answer; what the answer is checked
-against never enters this process.
-
-The codec lives in ``codec.py`` next to this file (imported by path: ``-I`` leaves the
-script's directory off ``sys.path``).
+(``codec.encode``; ``codec.decode`` is what the caller uses). The candidate controls its own
+process, so it can forge anything it sends, which is only ever its own answer; what the answer
+is checked against never enters this process. The codec lives in ``codec.py`` next to this file
+(imported by path: ``-I`` leaves the script's directory off ``sys.path``).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import os
 import select
 import shutil
 import signal
+import socket
 import struct
 import sys
 import time
@@ -133,7 +135,7 @@ def _candidate(req, out_w, err_w, res_w, libc, iso):
     """Runs in the forked child: drop to the candidate's rights, run its code, report values."""
     import resource  # noqa: PLC0415
 
-    for procs in iso.get("cgroups", []):
+    for procs in req.get("cgroups", []):
         with contextlib.suppress(OSError), open(procs, "w") as f:
             f.write("0")  # this process; everything it starts inherits the group
     os.setsid()
@@ -256,27 +258,26 @@ def _candidate(req, out_w, err_w, res_w, libc, iso):
 # ---- the supervisor loop -----------------------------------------------------------------------
 
 
-def _read_pipes(fds, pid, deadline, caps):
-    """Collect the child's output (capped) until it exits or the deadline passes."""
+def _read_pipes(fds, zsock, deadline, caps):
+    """Collect the child's output (capped) until it exits (the zygote reports its wait
+    status) or the deadline passes."""
     bufs = {fd: bytearray() for fd in fds}
     total = {fd: 0 for fd in fds}
     timed_out = over = False
     status = None
     open_fds = list(fds)
     while True:
-        if status is None:
-            done, st = os.waitpid(pid, os.WNOHANG)
-            if done:
-                status = st
         left = deadline - time.monotonic()
         if status is not None and not open_fds:
             break
         if left <= 0:
             timed_out = status is None
             break
-        r, _, _ = select.select(open_fds, [], [], min(left, 0.05)) if open_fds else ([], [], [])
-        if not open_fds:
-            time.sleep(min(left, 0.005))
+        watch = open_fds + ([zsock] if status is None else [])
+        r, _, _ = select.select(watch, [], [], min(left, 0.05))
+        if zsock in r:
+            status = _child_status(zsock)
+            r.remove(zsock)
         for fd in r:
             chunk = os.read(fd, 1 << 16)
             if not chunk:
@@ -295,7 +296,7 @@ def _read_pipes(fds, pid, deadline, caps):
     return bufs, total, status, timed_out, over
 
 
-def _kill_all(pid, status, uid, iso):
+def _kill_all(pid, status, uid, iso, zsock):
     """SIGKILL the candidate's session, everything in its cgroups and every process of its uid;
     returns the candidate's wait status."""
     with contextlib.suppress(OSError):
@@ -303,7 +304,7 @@ def _kill_all(pid, status, uid, iso):
     with contextlib.suppress(OSError):
         os.kill(pid, signal.SIGKILL)
     if status is None:
-        _, status = os.waitpid(pid, 0)
+        status = _child_status(zsock)
     for _ in range(50):
         pids = set()
         for procs in iso.get("cgroups", []):
@@ -358,28 +359,64 @@ def _workdir_report(req):
     return changed, len(files)
 
 
-def run_one(req, iso, libc):
+def _child_status(zsock):
+    """The candidate's wait status, as its parent (the zygote) reports it."""
+    msg = zsock.recv(16)
+    if len(msg) != 16:
+        raise RuntimeError("the zygote is gone")
+    return struct.unpack(">qq", msg)[1]
+
+
+def zygote(zsock, libc):
+    """Fork candidates from a memory that never held a request (so no run can read an earlier
+    run's code, inputs or outputs out of its own address space). Per spawn: four pipes, a child
+    that reads its request from the first, the server's ends handed over with SCM_RIGHTS, then
+    the child's wait status."""
+    while zsock.recv(1):
+        pipes = [os.pipe() for _ in range(4)]  # request, stdout, stderr, results
+        pid = os.fork()
+        if pid == 0:
+            zsock.close()
+            for fd in (pipes[0][1], pipes[1][0], pipes[2][0], pipes[3][0]):
+                os.close(fd)
+            try:
+                req = read_frame(pipes[0][0])
+                os.close(pipes[0][0])
+                if req is not None:
+                    _candidate(req, pipes[1][1], pipes[2][1], pipes[3][1], libc, {})
+            except BaseException as e:  # noqa: BLE001 - a supervisor bug: say so
+                msg = {"stage": "import_error", "error": f"sandbox: {type(e).__name__}: {e}"}
+                with contextlib.suppress(OSError):
+                    os.write(pipes[3][1], (json.dumps(msg) + "\n").encode())
+            finally:
+                os._exit(70)
+        for fd in (pipes[0][0], pipes[1][1], pipes[2][1], pipes[3][1]):
+            os.close(fd)
+        theirs = [pipes[0][1], pipes[1][0], pipes[2][0], pipes[3][0]]
+        socket.send_fds(zsock, [struct.pack(">q", pid)], theirs)
+        for fd in theirs:
+            os.close(fd)
+        _, status = os.waitpid(pid, 0)
+        zsock.send(struct.pack(">qq", pid, status))
+    os._exit(0)
+
+
+def run_one(req, iso, libc, zsock):
     """One run: work dir, the candidate, its output and values, cleanup. Returns the report."""
     t0 = time.monotonic()
     iso = dict(iso, uid=req["uid"], cgroups=list(req.get("cgroups", [])))
     prepare_run(req, iso, libc)
-    pipes = [os.pipe() for _ in range(3)]
-    pid = os.fork()
-    if pid == 0:
-        try:
-            _candidate(req, pipes[0][1], pipes[1][1], pipes[2][1], libc, iso)
-        except BaseException as e:  # noqa: BLE001 - a supervisor bug: say so on the result pipe
-            msg = {"stage": "import_error", "error": f"sandbox: {type(e).__name__}: {e}"}
-            os.write(pipes[2][1], (json.dumps(msg) + "\n").encode())
-        finally:
-            os._exit(70)
-    for _r, w in pipes:
-        os.close(w)
+    zsock.send(b"s")
+    msg, fds, _, _ = socket.recv_fds(zsock, 8, 4)
+    pid = struct.unpack(">q", msg)[0]
+    req_w, fds = fds[0], fds[1:]
+    with contextlib.suppress(OSError):
+        write_frame(req_w, req)
+    os.close(req_w)
     lim = req["limits"]
-    fds = [p[0] for p in pipes]
     caps = {fds[0]: lim["output_chars"], fds[1]: lim["output_chars"], fds[2]: lim["result_bytes"]}
-    bufs, total, status, timed_out, over = _read_pipes(fds, pid, t0 + lim["wall_s"], caps)
-    status = _kill_all(pid, status, req["uid"], iso)
+    bufs, total, status, timed_out, over = _read_pipes(fds, zsock, t0 + lim["wall_s"], caps)
+    status = _kill_all(pid, status, req["uid"], iso, zsock)
     _reap()
     for fd in fds:
         os.close(fd)
@@ -441,9 +478,14 @@ def main():
             with contextlib.suppress(OSError):
                 flags = MS_NOSUID | MS_NODEV | MS_NOEXEC
                 _mount(libc, _libc()[1], "proc", "/proc", "proc", flags, None)
+    server, zside = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    if os.fork() == 0:
+        server.close()
+        zygote(zside, libc)
+    zside.close()
     write_frame(1, {"ready": True, "isolation": iso})
     while (req := read_frame(0)) is not None:
-        write_frame(1, run_one(req, iso, libc))
+        write_frame(1, run_one(req, iso, libc, server))
     os._exit(0)
 
 

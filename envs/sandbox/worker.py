@@ -1,15 +1,18 @@
 """Long-lived sandbox supervisors: one process per concurrent caller, reused across runs.
 
 Starting Python, importing ``ctypes`` and building the namespaces costs tens of milliseconds;
-forking a fresh candidate from a warm supervisor costs a few. A ``Worker`` is one supervisor
-process (``supervisor.py``) that isolated itself once (mount, network, pid, IPC and UTS
-namespaces; hidden directories) and then serves runs: each run gets a fresh tmpfs work dir, its
-own uid, its own cgroups, and is killed entirely (session, cgroups, every process of its uid)
-before the next run starts. The pool keeps up to ``MAX_IDLE`` idle workers per process.
+forking a fresh candidate from a warm process costs a few. A ``Worker`` is one supervisor
+(``supervisor.py``) that isolated itself once (mount, network, pid, IPC and UTS namespaces;
+hidden directories) and then serves runs: each run gets a fresh tmpfs work dir, its own uid,
+its own cgroups, and is killed entirely (session, cgroups, every process of its uid) before the
+next run starts. Candidates are forked by a *zygote* the supervisor forked before its first
+request, so a candidate's address space holds its own request and nothing of earlier runs
+(tested: a later run scanning its whole memory finds no trace of an earlier run's code or
+inputs). The pool keeps up to ``MAX_IDLE`` idle workers per process.
 
 What reuse gives up against one supervisor per run: runs of one worker share its namespaces, so
 a SysV IPC object or an abstract socket a candidate leaves could be seen by a later run of the
-same worker (different uid; never the grader's data, which is not in the worker). Pass
+same worker (a different uid; never the grader's data, which is not in the worker). Pass
 ``persistent=False`` to ``Sandbox`` for a fresh supervisor per run.
 """
 

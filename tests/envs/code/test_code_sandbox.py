@@ -170,3 +170,32 @@ def test_a_later_run_on_a_reused_worker_sees_nothing_of_an_earlier_one():
     path = first.stdout.strip()
     second = sb.run_script(f"import os\nprint(os.listdir('.'), os.path.exists({path!r}))")
     assert second.stdout.strip() == "[] False"
+
+
+_SCAN = """
+import ctypes
+needle = ("SECRET" + "-" + {a!r} + {b!r}).encode()
+found = 0
+for line in open('/proc/self/maps'):
+    addr, perms = line.split()[:2]
+    lo, hi = (int(x, 16) for x in addr.split('-'))
+    if perms.startswith('rw') and hi - lo < (256 << 20):
+        try:
+            found += ctypes.string_at(lo, hi - lo).count(needle)
+        except Exception:
+            pass
+print(found)
+"""
+
+
+def test_a_later_run_cannot_find_an_earlier_runs_code_or_inputs_in_its_own_memory():
+    limits = Limits(wall_s=20, cpu_s=15, memory_bytes=1 << 30)
+    sb = Sandbox(limits)
+    token = os.urandom(8).hex()
+    secret = f"SECRET-{token}"
+    first = sb.run_calls(f"X = {secret!r}\ndef f(x):\n    return x + X\n", "f", [(secret,)])
+    assert first.outcomes[0].value == secret * 2
+    scan = _SCAN.format(a=token[:8], b=token[8:])
+    reused = sb.run_script(scan).stdout.strip()
+    fresh = Sandbox(limits, persistent=False).run_script(scan).stdout.strip()
+    assert reused == fresh  # only the scanner's own needle; nothing left by the first run
