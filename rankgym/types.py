@@ -35,9 +35,15 @@ def canonical_json(obj: Any) -> str:
 
 def content_hash(obj: Any) -> str:
     """SHA-256 (first 16 hex digits) of the canonical JSON of ``obj``."""
-    # surrogatepass: text holding a lone surrogate (not valid Unicode) still hashes; every
-    # valid string encodes exactly as plain UTF-8, so existing hashes do not change.
-    return hashlib.sha256(canonical_json(obj).encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    text = canonical_json(obj)
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:
+        # Text with surrogates (not valid Unicode) still hashes, and hashes as its JSON round
+        # trip does: a pair of surrogate code points counts as the character it encodes.
+        text = text.encode("utf-16", "surrogatepass").decode("utf-16", "surrogatepass")
+        data = text.encode("utf-8", "surrogatepass")
+    return hashlib.sha256(data).hexdigest()[:16]
 
 
 def escaped_json(data: Any) -> str:
@@ -45,7 +51,7 @@ def escaped_json(data: Any) -> str:
 
     The fallback where pydantic's own serializer refuses such text; ``json.loads`` reads it back.
     """
-    return json.dumps(data, ensure_ascii=True, separators=(",", ":"))
+    return json.dumps(data, ensure_ascii=True, separators=(",", ":"), default=str)
 
 
 def reparse_json(error: ValidationError, text: str | bytes) -> Any:
@@ -63,14 +69,20 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return self.model_dump(mode="json")
+        """JSON-ready dict (a lone surrogate stays as it is; see :meth:`to_json`)."""
+        try:
+            return self.model_dump(mode="json")
+        except (UnicodeEncodeError, PydanticSerializationError):
+            return json.loads(escaped_json(self.model_dump()))
 
     def to_json(self) -> str:
         """Compact JSON; a lone surrogate in any text is written as a ``\\udXXX`` escape."""
         try:
-            return self.model_dump_json()
+            out = self.model_dump_json()
         except PydanticSerializationError:
-            return escaped_json(self.model_dump(mode="json"))
+            return escaped_json(self.model_dump())
+        # pydantic writes a lone surrogate in a dict *key* as U+FFFD instead of refusing it
+        return escaped_json(self.model_dump()) if "\ufffd" in out else out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Any:
@@ -238,7 +250,10 @@ class JudgeSpec(_Model):
 
     @property
     def spec_hash(self) -> str:
-        data = self.model_dump(mode="json", exclude={"schema_version"})
+        try:
+            data = self.model_dump(mode="json", exclude={"schema_version"})
+        except (UnicodeEncodeError, PydanticSerializationError):  # a lone surrogate in `extra`
+            data = self.model_dump(exclude={"schema_version"})
         if self.model.startswith("local/") and "@" in self.model:
             # a trained judge (local/NAME@DIR): the adapter's content is part of the spec, so a
             # retrained adapter in the same directory never reuses cached scores

@@ -45,9 +45,9 @@ class Store(StoreFile):
         run_id: str | None = None,
     ) -> str:
         """Create a run (or keep an existing one with the same id) and return its id."""
-        rid = (
-            run_id or name or f"run-{time.strftime('%Y%m%d-%H%M%S')}-{random.randrange(16**4):04x}"
-        )
+        if run_id is None:
+            run_id = name or f"run-{time.strftime('%Y%m%d-%H%M%S')}-{random.randrange(16**4):04x}"
+        rid = run_id
         cfg = json.dumps(config or {}, default=str)
         self._write(
             lambda c: c.execute(

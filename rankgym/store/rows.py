@@ -75,7 +75,7 @@ def dump_json(adapter: TypeAdapter[V], value: V, exclude_none: bool = False) -> 
     try:
         return adapter.dump_json(value, exclude_none=exclude_none).decode()
     except PydanticSerializationError:
-        return escaped_json(adapter.dump_python(value, mode="json", exclude_none=exclude_none))
+        return escaped_json(adapter.dump_python(value, exclude_none=exclude_none))
 
 
 def load_json(adapter: TypeAdapter[V], text: str) -> V:
