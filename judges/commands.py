@@ -47,6 +47,7 @@ def _judge_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0, help="judge seed, where the provider takes one (default: 0)")  # fmt: skip
     p.add_argument("--attempts", type=int, default=4, help="tries per request before a group is stored as unjudged (default: 4)")  # fmt: skip
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per request (default: 300)")  # fmt: skip
+    p.add_argument("--router", metavar="TOML", help="send the judge through a LiteLLM Router: the file's [router] table (deployments, fallbacks, rpm/tpm, retry budget; docs/scale.md)")  # fmt: skip
 
 
 def _spec_from_args(args: argparse.Namespace) -> Any:
@@ -111,6 +112,10 @@ def _judge(args: argparse.Namespace) -> dict[str, Any]:
     if not args.timeout > 0:
         raise UserError(f"--timeout must be a positive number of seconds (got {args.timeout})")
     spec = _spec_from_args(args)
+    if args.router:  # judge.model may then name a router group (docs/scale.md)
+        from .router import install_file
+
+        install_file(args.router)
     store = _open_store(args.store)
     try:
         ids = store.unjudged_group_ids(spec.spec_hash, run_id=args.run_id, step=args.step)

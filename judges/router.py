@@ -1,7 +1,7 @@
 """Judge and ``litellm:`` policy calls through a LiteLLM Router, with a retry budget in time.
 
 A ``[router]`` table in a TOML config (the training config, or a file of its own for
-``rankgym judge --router``) describes deployments, fallbacks and limits::
+``rankgym judge --router FILE``) describes deployments, fallbacks and limits::
 
     [router]
     retry_budget_min = 10          # keep retrying rate limits / outages this long, then give up
@@ -60,6 +60,7 @@ __all__ = [
     "active",
     "completion",
     "install",
+    "install_file",
     "retry_after_s",
     "uninstall",
 ]
@@ -158,6 +159,22 @@ def install(config: RouterConfig | dict[str, Any]) -> Any:
         kwargs["cooldown_time"] = cfg.cooldown_s
     _state.update(router=litellm.Router(**kwargs), config=cfg)
     return _state["router"]
+
+
+class _RouterFile(BaseModel):
+    model_config = ConfigDict(extra="ignore")  # a training config's other tables are fine
+    router: RouterConfig
+
+
+def install_file(path: str) -> Any:
+    """:func:`install` the ``[router]`` table of a TOML file (its own, or a training config).
+
+    Raises ``rankgym.config.ConfigError`` (one line, naming the file and key) when the file
+    is missing or the table is wrong.
+    """
+    from rankgym.config import load_config
+
+    return install(load_config(path, _RouterFile).router)
 
 
 def uninstall() -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -83,6 +84,14 @@ def derive_seed(*parts: Any) -> int:
     """A stable 63-bit seed from any printable parts (not Python's salted ``hash``)."""
     digest = hashlib.sha256(":".join(map(str, parts)).encode()).digest()
     return int.from_bytes(digest[:8], "big") >> 1
+
+
+def row_seed(policy_seed: int, ctx: EpisodeContext | None, rng: random.Random) -> int:
+    """One conversation's sampling seed: from the episode seed and turn when the rollout driver
+    passed them (reproducible per episode), else the next draw of the policy's own ``rng``."""
+    if ctx is not None and ctx.seed is not None:
+        return derive_seed(policy_seed, ctx.seed, ctx.turn)
+    return rng.getrandbits(63)
 
 
 def assistant_message(text: str) -> dict[str, Any]:

@@ -26,6 +26,8 @@ class LiteLLMPolicy:
     can be judged but not trained on. ``tool_mode="auto"`` sends native ``tools`` when LiteLLM
     says the model supports function calling, else rewrites the conversation with the text
     protocol and parses calls from the reply. ``completion_kwargs`` go to every call unchanged.
+    When a LiteLLM Router is installed (``rankgym.judges.router``) and ``model`` names one of its
+    groups, calls go through it (fallbacks, rpm/tpm, Retry-After, the retry budget).
     """
 
     def __init__(
@@ -71,7 +73,7 @@ class LiteLLMPolicy:
             return list(pool.map(self._one, batch, tools))
 
     def _one(self, messages: Messages, tools: Tools) -> Generation:
-        import litellm
+        from rankgym.judges import router
 
         kwargs: dict[str, Any] = {
             "model": self.model,
@@ -91,7 +93,7 @@ class LiteLLMPolicy:
         else:
             kwargs["messages"] = render_text_protocol(messages, tools)
         try:
-            resp = litellm.completion(**kwargs)
+            resp = router.completion(**kwargs)  # a Router group when one is installed
             msg = resp.choices[0].message
             text = msg.content or ""
             calls = [

@@ -43,7 +43,7 @@ from rankgym.envs.policies.base import (
     Messages,
     Tools,
     assistant_message,
-    derive_seed,
+    row_seed,
 )
 from rankgym.envs.policies.render import pick_tool_mode, prompt_ids
 from rankgym.envs.policies.transformers import TransformersPolicy
@@ -81,13 +81,8 @@ class VLLMPolicy:
             raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
         self.client, self.tokenizer, self.model = client, tokenizer, model
         self.name = name or f"vllm:{model}"
-        self.max_new_tokens, self.temperature, self.top_p, self.top_k = (
-            max_new_tokens,
-            temperature,
-            top_p,
-            top_k,
-        )
-        self.seed, self.max_prompt_tokens = seed, max_prompt_tokens
+        self.max_new_tokens, self.max_prompt_tokens = max_new_tokens, max_prompt_tokens
+        self.temperature, self.top_p, self.top_k, self.seed = temperature, top_p, top_k, seed
         self.concurrency = max(1, concurrency)
         self.server = server
         self._rng = random.Random(seed)
@@ -125,14 +120,14 @@ class VLLMPolicy:
         """One assistant turn per conversation; a failed request becomes that turn's error."""
         if len(tools) != len(batch):
             raise ValueError(f"got {len(batch)} conversations but {len(tools)} tool lists")
-        jobs = []
-        for i, (messages, tool_list) in enumerate(zip(batch, tools, strict=True)):
-            ctx = contexts[i] if contexts is not None else None
-            if ctx is not None and ctx.seed is not None:
-                seed = derive_seed(self.seed, ctx.seed, ctx.turn)
-            else:
-                seed = self._rng.getrandbits(63)
-            jobs.append((messages, tool_list, seed))
+        jobs = [
+            (
+                messages,
+                tool_list,
+                row_seed(self.seed, contexts[i] if contexts is not None else None, self._rng),
+            )
+            for i, (messages, tool_list) in enumerate(zip(batch, tools, strict=True))
+        ]
         with ThreadPoolExecutor(max_workers=min(self.concurrency, max(1, len(jobs)))) as pool:
             return list(pool.map(lambda j: self._one(*j), jobs))
 

