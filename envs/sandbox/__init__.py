@@ -47,6 +47,7 @@ never the pass/fail decision.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -278,7 +279,8 @@ class Sandbox:
         killed = sum(self._kill_group(g) for g in groups)
         for g in groups:
             self._remove_group(g)
-        shutil.rmtree(os.path.dirname(workdir), ignore_errors=True)  # exists only without mount ns
+        with contextlib.suppress(Exception):  # exists only without a mount namespace
+            shutil.rmtree(os.path.dirname(workdir), ignore_errors=True)
         if rep is None:
             return RunResult("crashed", err, outcomes=[CallOutcome(False)] * n_calls,
                              leftover_killed=killed, wall_s=time.monotonic() - t0)  # fmt: skip
