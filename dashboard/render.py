@@ -25,6 +25,7 @@ import streamlit as st
 from rankgym.types import Group, Judgement, Message, Trajectory
 
 _PUNCT = set(string.punctuation)
+_NO_AUTOLINK = re.compile(r"(?=://)|(?=@)|(?<=www)(?=\.)", re.IGNORECASE)
 TOOL_RESULT_PREVIEW_CHARS = 4000
 """Tool results longer than this are shown truncated, with the full text in an expander."""
 
@@ -35,10 +36,14 @@ def md_escape(text: object, max_len: int | None = 200) -> str:
     CommonMark allows a backslash before any ASCII punctuation, so links, images, emphasis,
     Streamlit's ``:color[...]`` / ``:material/...:`` directives and LaTeX ``$`` all come out as
     plain characters; newlines become spaces (labels are one line). ``max_len`` truncates.
+    GitHub-flavoured Markdown also links bare ``http://...``, ``www.`` and ``a@b.c`` *after*
+    escapes are resolved, so an invisible word joiner (U+2060) is put before ``://``, ``@`` and
+    the dot of ``www.``: the text reads the same and is never a link.
     """
     s = " ".join(str(text).split())
     if max_len is not None and len(s) > max_len:
         s = s[: max_len - 1] + "…"
+    s = _NO_AUTOLINK.sub("\u2060", s)
     return "".join("\\" + c if c in _PUNCT else c for c in s)
 
 

@@ -384,3 +384,12 @@ def test_background_results_are_stale_while_revalidating() -> None:
     assert (fresh.value, fresh.fresh) == ("v2", True)
     failed = bg.get(("y",), (1,), lambda: 1 / 0, deadline=time.monotonic() + 10)
     assert failed.error and "ZeroDivisionError" in failed.error
+
+
+def test_md_escape_keeps_urls_and_emails_from_becoming_links() -> None:
+    out = md_escape("see http://evil.example/a and mallory@evil.example and www.evil.example")
+    for raw in ("http://", "https://", "l@e", "www."):
+        assert raw not in out.replace("\\", "")  # even after Markdown resolves the escapes
+    assert out.replace("\u2060", "").replace("\\", "") == (
+        "see http://evil.example/a and mallory@evil.example and www.evil.example"
+    )

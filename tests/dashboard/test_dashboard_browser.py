@@ -62,6 +62,11 @@ PAGES = [
         ["is not in store", "evil.example/a.png"],
         "groups_image_id",
     ),
+    (  # a URL and an email as the labeler's name, in a caption: text, not links
+        "/label?labeler=" + urllib.parse.quote("http://evil.example/x mallory@evil.example"),
+        ["Rank each trajectory", "evil.example/x"],
+        "label_url_name",
+    ),
 ]
 
 
@@ -263,6 +268,7 @@ def test_every_page_renders_in_chromium(rendered: dict[str, tuple[str, Path]]) -
             assert not (tag == "img" and attrs.get("src") == "x"), attrs
             assert not (tag == "a" and "evil.example" in (attrs.get("href") or "")), attrs
             assert not (tag == "img" and "evil.example" in (attrs.get("src") or "")), attrs
+            assert not (tag == "a" and "mailto:" in (attrs.get("href") or "")), attrs
         assert not any("alert(" in s for s in scan.script_text)
 
 
