@@ -8,6 +8,8 @@ only: the supervisor imports this file by path.
 
 from __future__ import annotations
 
+from typing import Any
+
 MAX_DEPTH = 40
 MAX_ITEMS = 100_000
 MAX_INT_DIGITS = 4000
@@ -17,7 +19,7 @@ class CodecError(ValueError):
     """A value that cannot be encoded or a message that is not a valid encoding."""
 
 
-def encode(value, depth=0, budget=None):
+def encode(value: object, depth: int = 0, budget: list[int] | None = None) -> dict[str, Any]:
     """A JSON-able, typed encoding of a value made of Python builtins.
 
     ``None``, ``bool``, ``int``, ``float`` (nan/inf included), ``complex``, ``str``, ``bytes``,
@@ -65,22 +67,22 @@ class Opaque:
     def __init__(self, type_name: str) -> None:
         self.type_name = type_name
 
-    def __eq__(self, other):  # noqa: D105
+    def __eq__(self, other: object) -> bool:
         return False
 
-    def __ne__(self, other):  # noqa: D105
+    def __ne__(self, other: object) -> bool:
         return True
 
     __hash__ = object.__hash__
 
-    def __bool__(self):  # an opaque value is never a truthy "pass"
+    def __bool__(self) -> bool:  # an opaque value is never a truthy "pass"
         return False
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<{self.type_name} object>"
 
 
-def decode(obj, depth=0, budget=None):
+def decode(obj: Any, depth: int = 0, budget: list[int] | None = None) -> Any:
     """The value an ``encode`` result stands for; raises CodecError on anything else."""
     budget = budget if budget is not None else [MAX_ITEMS]
     budget[0] -= 1
