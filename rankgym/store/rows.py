@@ -119,9 +119,8 @@ def insert_group(c: sqlite3.Connection, g: Group) -> None:
             insert_judgement(c, g.judgement)
         return
     if existing is not None:
-        # Content changed: the old scores and labels no longer describe it; replace all.
-        old = c.execute("SELECT rowid FROM trajectories WHERE group_id = ?", (g.id,)).fetchall()
-        c.executemany("DELETE FROM trajectories_fts WHERE rowid = ?", [tuple(r) for r in old])
+        # Content changed: the old scores and labels no longer describe it; replace all
+        # (the cascade deletes trajectories; a trigger drops their full-text rows).
         c.execute("DELETE FROM groups WHERE id = ?", (g.id,))
     c.execute(
         "INSERT INTO groups (id, run_id, step, env_id, task_id, n_trajectories, content_hash,"
@@ -129,10 +128,10 @@ def insert_group(c: sqlite3.Connection, g: Group) -> None:
         (g.id, g.run_id, g.step, g.env_id, g.task_id, len(g.trajectories), chash, now),
     )
     for i, t in enumerate(g.trajectories):
-        cur = c.execute(
+        c.execute(
             "INSERT INTO trajectories (id, group_id, idx, env_id, task_id, seed, messages,"
-            " turns, verifiable_reward, metrics, truncated, error, schema_version)"
-            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            " turns, verifiable_reward, metrics, truncated, error, schema_version, text)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 t.id,
                 g.id,
@@ -147,10 +146,8 @@ def insert_group(c: sqlite3.Connection, g: Group) -> None:
                 int(t.truncated),
                 t.error,
                 t.schema_version,
+                t.text(),  # a trigger indexes it in trajectories_fts
             ),
-        )
-        c.execute(
-            "INSERT INTO trajectories_fts (rowid, text) VALUES (?, ?)", (cur.lastrowid, t.text())
         )
         c.executemany(
             "INSERT OR REPLACE INTO hack_signals (trajectory_id, name, detail, group_id)"
@@ -159,6 +156,15 @@ def insert_group(c: sqlite3.Connection, g: Group) -> None:
         )
     if g.judgement is not None:
         insert_judgement(c, g.judgement)
+
+
+def search_text(messages_json: str) -> str:
+    """The searchable text of a stored ``messages`` column (``Trajectory.text``); "" if unreadable."""
+    try:
+        messages = load_json(_MESSAGES, messages_json)
+    except ValueError:
+        return ""
+    return clean_text(Trajectory.model_construct(messages=messages).text())
 
 
 def insert_judgement(c: sqlite3.Connection, j: Judgement) -> None:

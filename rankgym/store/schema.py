@@ -1,7 +1,13 @@
 """The store's schema: numbered migrations kept in ``PRAGMA user_version``.
 
-``MIGRATIONS[v]`` upgrades a file from version ``v`` to ``v + 1``; :func:`migrate` applies the
-missing ones in one transaction. A file newer than this code is refused, never downgraded.
+``MIGRATIONS[v]`` upgrades a file from version ``v`` to ``v + 1`` (an SQL script, or a
+function for a step SQL alone cannot do); :func:`apply_migrations` applies the missing ones in
+one transaction. A file newer than this code is refused, never downgraded. The tables are
+documented in docs/store.md.
+
+Full-text search is set up the way sqlite-utils does it (``enable_fts``: an external-content
+FTS5 table ``trajectories_fts`` over ``trajectories.text``, kept in step by triggers), so
+``sqlite-utils search`` and Datasette's search box work on a store as they are.
 
 What this module does not do: it never rewrites or drops user data; a migration that needs
 to reshape a table must copy it (sqlite-utils' ``table.transform`` does that safely).
@@ -11,10 +17,43 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+from collections.abc import Callable
+
+import sqlite_utils
 
 log = logging.getLogger(__name__)
 
-MIGRATIONS: list[str] = [
+Migration = str | Callable[[sqlite3.Connection], None]
+
+
+def enable_fts(conn: sqlite3.Connection) -> None:
+    """(Re)create ``trajectories_fts`` over ``trajectories.text`` with sqlite-utils' triggers."""
+    db = sqlite_utils.Database(conn, recursive_triggers=False, execute_plugins=False)
+    db["trajectories"].enable_fts(
+        ["text"], fts_version="FTS5", tokenize="unicode61", create_triggers=True, replace=True
+    )
+
+
+def _v4_text_column(conn: sqlite3.Connection) -> None:
+    """v4: each trajectory's searchable text in a ``text`` column, FTS5 over it (see top)."""
+    from rankgym.store.rows import search_text
+
+    conn.execute("ALTER TABLE trajectories ADD COLUMN text TEXT NOT NULL DEFAULT ''")
+    last = -(2**63)
+    while rows := conn.execute(
+        "SELECT rowid, messages FROM trajectories WHERE rowid > ? ORDER BY rowid LIMIT 1000",
+        (last,),
+    ).fetchall():
+        conn.executemany(
+            "UPDATE trajectories SET text = ? WHERE rowid = ?",
+            [(search_text(r[1]), r[0]) for r in rows],
+        )
+        last = rows[-1][0]
+    conn.execute("DROP TABLE trajectories_fts")
+    enable_fts(conn)
+
+
+MIGRATIONS: list[Migration] = [
     # v1: the first released layout.
     """
     CREATE TABLE runs (
@@ -93,6 +132,8 @@ MIGRATIONS: list[str] = [
     CREATE INDEX trajectories_group_reward ON trajectories(group_id, verifiable_reward, id);
     CREATE INDEX scores_judgement_score ON scores(judgement_id, score);
     """,
+    # v4: trajectory text in a column; sqlite-utils-style FTS5 over it.
+    _v4_text_column,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -111,6 +152,10 @@ def apply_migrations(conn: sqlite3.Connection, path: object) -> None:
     """Bring ``conn`` to :data:`SCHEMA_VERSION`; call inside a write transaction."""
     for v in range(user_version(conn), SCHEMA_VERSION):
         log.info("migrating store %s to schema version %d", path, v + 1)
-        for stmt in statements(MIGRATIONS[v]):
-            conn.execute(stmt)
+        step = MIGRATIONS[v]
+        if callable(step):
+            step(conn)
+        else:
+            for stmt in statements(step):
+                conn.execute(stmt)
         conn.execute(f"PRAGMA user_version = {v + 1}")
