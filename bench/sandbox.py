@@ -11,6 +11,8 @@ its per-problem process, minus that process), i.e. the cost of the tests alone.
     .venv/bin/python bench/sandbox.py --workers 1 --limit 40 --json
 
 Workers are threads, each waiting on its own sandbox process (the GIL is free meanwhile).
+The last row starts a fresh supervisor per problem (``Sandbox(persistent=False)``): the cost
+of Python start-up and namespace set-up that the warm workers save.
 Prints the load average with the numbers: on a shared box the rates move with it.
 """
 
@@ -57,6 +59,8 @@ def main() -> None:
     ap.add_argument("--workers", type=int, nargs="*", default=[1, 2])
     ap.add_argument("--limit", type=int, default=None, help="first N problems only")
     ap.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    ap.add_argument("--no-fresh", dest="fresh", action="store_false",
+                    help="skip the row with a fresh supervisor process per problem")  # fmt: skip
     args = ap.parse_args()
     rows = load_humaneval()[: args.limit]
     if not rows:
@@ -79,11 +83,13 @@ def main() -> None:
         },  # fmt: skip
         "sandboxed": [],
     }
-    for w in args.workers:
-        secs, ok = sandboxed(specs, w, sandbox)
+    runs = [(w, True) for w in args.workers] + ([(1, False)] if args.fresh else [])
+    for w, persistent in runs:
+        sb = sandbox if persistent else Sandbox(persistent=False)
+        secs, ok = sandboxed(specs, w, sb)
         per = secs / len(rows)
         out["sandboxed"].append({
-            "workers": w, "seconds": round(secs, 2), "passed": ok,
+            "workers": w, "persistent": persistent, "seconds": round(secs, 2), "passed": ok,
             "problems_per_s": round(len(rows) / secs, 1),
             "ms_per_problem": round(1000 * per, 1),
             "overhead_ms_per_problem": round(1000 * (per - base_s / len(rows)), 1),
@@ -98,8 +104,9 @@ def main() -> None:
     print(f"isolation: {caps}")
     print(f"unsandboxed exec:  {u['seconds']:.3f} s  {u['problems_per_s']:.0f} problems/s")
     for r in out["sandboxed"]:
+        kind = "warm supervisors" if r["persistent"] else "fresh supervisor per problem"
         print(
-            f"sandbox, {r['workers']} worker(s): {r['seconds']:.2f} s  "
+            f"sandbox, {r['workers']} worker(s), {kind}: {r['seconds']:.2f} s  "
             f"{r['problems_per_s']:.1f} problems/s  {r['ms_per_problem']:.0f} ms/problem  "
             f"(+{r['overhead_ms_per_problem']:.0f} ms overhead, {r['x_unsandboxed']}x exec)  "
             f"passed {r['passed']}/{len(rows)}"
