@@ -27,6 +27,8 @@ the hidden and visible inputs; this process compares them (``grading.py``). Rewa
 * ``staged``: 0.0 no code or code that does not parse; 0.1 parses but fails to import or
   define the function; ``0.2 + 0.6 * weighted partial`` when it runs; 1.0 when all pass.
 
+A failure of the sandbox itself grades 0 in every reward (stage ``sandbox_error``, logged).
+
 Hack signals: see ``signals.py``; they are in ``info["hack_signals"]`` and never change the
 reward. What it does not do: no multi-file projects, no stdin-driven programs, no tests of
 performance; the sandbox's limits are in ``rankgym.envs.sandbox``.
@@ -36,6 +38,7 @@ from __future__ import annotations
 
 import ast
 import json
+import logging
 import re
 import textwrap
 import threading
@@ -49,6 +52,8 @@ from rankgym.envs.sandbox import Limits, RunResult, Sandbox
 from rankgym.envs.tools import tool
 
 __all__ = ["CodeTestsEnv", "Grade", "PassStats", "extract_code", "grade_submission"]
+
+log = logging.getLogger(__name__)
 
 REWARDS = ("outcome", "dense", "staged")
 DENSE_SCALE = 0.5
@@ -91,7 +96,8 @@ class Grade:
     """How a submission did: stage reached, per-test results, weights and hack signals."""
 
     stage: str
-    """``no_code``, ``parse_error``, ``import_error`` or ``ran``."""
+    """``no_code``, ``parse_error``, ``import_error``, ``ran``, or ``sandbox_error`` (the sandbox
+    itself failed: 0 in every reward, and a warning is logged)."""
     hidden: list[bool] = field(default_factory=list)
     visible: list[bool] = field(default_factory=list)
     weights: list[float] = field(default_factory=list)
@@ -118,7 +124,7 @@ class Grade:
             return 0.0
         if kind == "dense":
             return DENSE_SCALE * self.partial if self.stage == "ran" else 0.0
-        if self.stage in ("no_code", "parse_error"):
+        if self.stage in ("no_code", "parse_error", "sandbox_error"):
             return 0.0
         if self.stage == "import_error":
             return STAGED_IMPORT
@@ -197,9 +203,12 @@ def grade_submission(
     signals = source_signals(code) | run_signals(run, len(hidden_calls) + len(visible_calls))
     if visible and all(visible) and not all(hidden):
         signals.add("visible_pass_hidden_fail")
-    stage = (
-        "ran" if run.imported else ("parse_error" if run.stage == "parse_error" else "import_error")
-    )
+    stage = {"done": "ran", "imported": "ran", "parse_error": "parse_error"}.get(run.stage)
+    if run.stage == "crashed":
+        stage = "sandbox_error"
+        log.warning("%s: the sandbox failed, graded 0: %s", spec.task_id, run.error)
+    if stage is None:
+        stage = "import_error"
     if stage != "ran":
         hidden = [False] * n
     grade = Grade(stage, hidden, visible, w, sorted(signals), run.error, run.stdout[:2000])

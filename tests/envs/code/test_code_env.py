@@ -157,3 +157,18 @@ def test_extract_code_takes_submit_code_fences_or_a_bare_body():
     assert extract_code({"code": "def digit_sum(n):\n    return 1\n"}, spec).startswith("def")
     assert extract_code("```py\nreturn 1\n```", spec).endswith("    return 1\n")
     assert extract_code("", spec) is None and extract_code(None, spec) is None
+
+
+def test_a_sandbox_that_cannot_start_grades_zero_and_step_does_not_raise(monkeypatch, caplog):
+    from rankgym.envs.sandbox import worker
+
+    monkeypatch.setattr(worker, "SUPERVISOR", "/nonexistent/supervisor.py")
+    env = CodeTestsEnv(reward="staged")
+    env.sandbox = Sandbox(Limits(wall_s=2), persistent=False)
+    env.reset(options={"task_id": "rankgym/two_sum"})
+    code = all_specs()["rankgym/two_sum"].canonical
+    new, *_ = env.step(_call("run_tests", code=code))
+    assert "did not run" in new[0]["content"] and "sandbox failed" in new[0]["content"]
+    _, reward, terminated, _, info = env.step(_call("submit", code=code))
+    assert terminated and reward == 0.0 and env.state.scratch["grade"]["stage"] == "sandbox_error"
+    assert "the sandbox failed" in caplog.text
