@@ -151,7 +151,7 @@ def _upgrade(port: int, host: str) -> str:
         f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
         "Sec-WebSocket-Protocol: streamlit\r\n\r\n"
     )
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+    with socket.create_connection(("127.0.0.1", port), timeout=60) as sock:
         sock.sendall(request.encode())
         data = b""
         while b"\r\n" not in data:
@@ -167,7 +167,8 @@ def test_a_running_dashboard_refuses_a_dns_rebinding_host(
 ) -> None:
     with run_dashboard(store, tmp_path / "server.log") as url:
         port = int(url.rsplit(":", 1)[1])
-        assert " 101 " in _upgrade(port, f"127.0.0.1:{port}") + " "
-        assert " 101 " in _upgrade(port, f"localhost:{port}") + " "
+        for host in (f"127.0.0.1:{port}", f"localhost:{port}"):
+            answer = _upgrade(port, host)
+            assert answer.startswith("HTTP/1.1 101"), (host, answer)
         refused = _upgrade(port, f"evil.example:{port}")  # a name resolving to 127.0.0.1
-        assert " 101" not in refused and refused.startswith("HTTP/1.1 403"), refused
+        assert refused.startswith("HTTP/1.1 403"), refused
