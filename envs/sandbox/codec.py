@@ -3,11 +3,15 @@
 Only exact builtin types cross the process boundary, as JSON with their type names; the
 decoder rebuilds plain builtins and nothing else, so no object the candidate made, and no
 method it defined (``__eq__``, ``__bool__``, ``__hash__``...), ever reaches the grader. Stdlib
-only: the supervisor imports this file by path.
+only: the supervisor imports this file by path. Also here: the length-prefixed JSON frames the
+supervisor reads and writes on its stdin/stdout.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import struct
 from typing import Any
 
 MAX_DEPTH = 40
@@ -121,3 +125,33 @@ def decode(obj: Any, depth: int = 0, budget: list[int] | None = None) -> Any:
     except (TypeError, ValueError, OverflowError) as e:
         raise CodecError(f"bad {t} value: {e}") from None
     raise CodecError(f"bad typed value of kind {t!r}")
+
+
+# ---- frames: 8-byte big-endian length, then JSON ----------------------------------------------
+
+
+def read_frame(fd: int) -> Any:
+    """One length-prefixed JSON message, or None at end of input."""
+    head = _read_exact(fd, 8)
+    if head is None:
+        return None
+    body = _read_exact(fd, struct.unpack(">Q", head)[0])
+    return None if body is None else json.loads(body.decode("utf-8"))
+
+
+def _read_exact(fd: int, n: int) -> bytes | None:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = os.read(fd, n - len(buf))
+        if not chunk:
+            return None
+        buf += chunk
+    return bytes(buf)
+
+
+def write_frame(fd: int, obj: Any) -> None:
+    """Write one length-prefixed JSON message (all of it)."""
+    data = json.dumps(obj).encode("utf-8")
+    data = struct.pack(">Q", len(data)) + data
+    while data:
+        data = data[os.write(fd, data) :]

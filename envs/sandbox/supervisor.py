@@ -34,13 +34,13 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from codec import CodecError, decode, encode  # noqa: E402
+from codec import CodecError, decode, encode, read_frame, write_frame  # noqa: E402
 
 # ---- isolation (runs as root, before any candidate code) -----------------------------------
 
 CLONE_NEWNS, CLONE_NEWNET, CLONE_NEWPID = 0x00020000, 0x40000000, 0x20000000
 CLONE_NEWIPC, CLONE_NEWUTS, MNT_DETACH = 0x08000000, 0x04000000, 2
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_NOSUID, MS_NODEV, MS_NOEXEC = 2, 4, 8
 MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
 PR_SET_NO_NEW_PRIVS = 38
 HIDE_OPTS = "size=64k,mode=0755"
@@ -446,32 +446,6 @@ def run_one(req, iso, libc, zsock):
         "isolation": iso,
         "wall_s": round(time.monotonic() - t0, 4),
     }
-
-
-def read_frame(fd):
-    """One length-prefixed JSON message, or None at end of input."""
-    head = _read_exact(fd, 8)
-    if head is None:
-        return None
-    body = _read_exact(fd, struct.unpack(">Q", head)[0])
-    return None if body is None else json.loads(body.decode("utf-8"))
-
-
-def _read_exact(fd, n):
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = os.read(fd, n - len(buf))
-        if not chunk:
-            return None
-        buf += chunk
-    return bytes(buf)
-
-
-def write_frame(fd, obj):
-    data = json.dumps(obj).encode("utf-8")
-    data = struct.pack(">Q", len(data)) + data
-    while data:
-        data = data[os.write(fd, data) :]
 
 
 def main():
