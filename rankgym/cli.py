@@ -51,7 +51,8 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
     "judge-train": ("rankgym.judges.judge_train_command", "JUDGE_TRAIN", "train a judge LoRA"),
     "train": ("rankgym.trainer.commands", "TRAIN", "GRPO training from a TOML config"),
     "eval": ("rankgym.trainer.commands", "EVAL", "held-out success of base vs adapter"),
-    "demo": ("rankgym.trainer.commands", "DEMO", "the main job on the embedded model, CPU only"),
+    "sft": ("rankgym.trainer.commands", "SFT", "supervised warm start on demonstrations"),
+    "demo": ("rankgym.trainer.demo", "DEMO", "the main job on the embedded model, CPU only"),
     "dashboard": ("rankgym.dashboard.commands", "DASHBOARD", "open the Streamlit dashboard"),
     "export": ("rankgym.commands", "EXPORT", "export a store to JSONL or Parquet"),
 }

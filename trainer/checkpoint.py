@@ -208,3 +208,50 @@ def restore_latest(
         scheduler.load_state_dict(state["scheduler"])
     set_rng_state(state["rng"])
     return path, int(state["step"]), read_meta(path)
+
+
+def run_identity(
+    out_dir: str | Path,
+    config: dict[str, Any],
+    *,
+    resume: bool,
+    name: str | None,
+    resumable: set[str],
+    echo: Any = None,
+) -> str:
+    """The run id of ``out_dir``: the saved one on resume (refusing a config that differs outside
+    ``resumable``), else a new one written to run.json. A dir whose earlier start never finished
+    a step is reused; one with a checkpoint or step manifest needs ``resume``."""
+    import time
+
+    from rankgym.cli import UserError
+
+    out = Path(out_dir)
+    saved = read_run(out)
+    if resume:
+        if saved is None:
+            raise UserError(
+                f"--resume: {str(out)!r} holds no run (no run.json); start without "
+                "--resume, or pass the --out of the run to continue"
+            )
+        old = saved["config"]
+        diff = sorted(
+            k for k in set(old) | set(config) if k not in resumable and old.get(k) != config.get(k)
+        )
+        if diff:
+            raise UserError(
+                f"--resume: the config differs from the run in {str(out)!r} in "
+                f"{', '.join(diff)}; resume with the same config (only "
+                f"{', '.join(sorted(resumable))} may change), or start a new run with another --out"
+            )
+        return saved["run_id"]
+    if has_progress(out):
+        raise UserError(
+            f"{str(out)!r} already holds a training run; pass --resume to continue it "
+            "or choose another --out"
+        )
+    if saved is not None and echo is not None:
+        echo(f"{out}: an earlier start never completed a step; starting afresh")
+    run_id = name or f"train-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid() % 10000:04d}"
+    write_run(out, run_id, config)
+    return run_id

@@ -9,7 +9,6 @@ import argparse
 import json
 import logging
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +74,78 @@ TRAIN = Command(
 
 
 # ---- rankgym eval -----------------------------------------------------------------------------
+
+# ---- rankgym sft ------------------------------------------------------------------------------
+
+
+def _sft_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", required=True, metavar="DIR", help="where the adapter goes (peft files + meta.json)")  # fmt: skip
+    p.add_argument("--config", metavar="FILE", help="a train TOML: its [env], [policy], [lora] and [sft] sections (flags below override [sft])")  # fmt: skip
+    p.add_argument("--env", metavar="ID", help="env id (default: the config's, else rankgym/ToolUse-v0)")  # fmt: skip
+    p.add_argument("--env-kwargs", action="append", metavar="KWARGS", help="env constructor arguments: JSON or KEY=VALUE pairs")  # fmt: skip
+    p.add_argument("--source", choices=["oracle", "store", "jsonl"], help="demonstrations: env oracle on train tasks (default), a store, or a JSONL of chat examples")  # fmt: skip
+    p.add_argument("--path", metavar="FILE", help="the store or JSONL file for --source store|jsonl")  # fmt: skip
+    p.add_argument("--select", choices=["verifier", "judge"], help="store: verifiable reward >= --min-reward (default) or the judge's top trajectory per group")  # fmt: skip
+    p.add_argument("--min-reward", type=float, metavar="R", help="store + verifier: lowest verifiable reward kept (default 1.0)")  # fmt: skip
+    p.add_argument("--run", metavar="ID", help="store: only this run's groups")
+    p.add_argument("--tasks", type=bounded(MAX_EPISODES), metavar="N", help="oracle: train tasks to demonstrate (default: all)")  # fmt: skip
+    p.add_argument("--steps", type=bounded(MAX_EPISODES), metavar="N", help="optimizer steps (default 60)")  # fmt: skip
+    p.add_argument("--batch-size", type=bounded(MAX_GROUP_SIZE), metavar="B", help="conversations per step (default 8)")  # fmt: skip
+    p.add_argument("--lr", type=float, help="learning rate (default 4e-4)")
+    p.add_argument("--max-minutes", type=float, metavar="M", help="stop after M minutes")
+    p.add_argument("--seed", type=int, help="seed (default: the config's, else 0)")
+
+
+def _sft_run(args: argparse.Namespace) -> dict[str, Any]:
+    from rankgym.config import validate_config
+    from rankgym.model import use_bf16
+    from rankgym.trainer.config import TrainConfig, load_train_config
+    from rankgym.trainer.setup import build_lora_model
+    from rankgym.trainer.sft import sft_stage
+
+    raw = load_train_config(args.config).model_dump(mode="json") if args.config else {}
+    if args.env:
+        raw.setdefault("env", {})["id"] = args.env
+    if args.env_kwargs:
+        raw.setdefault("env", {})["kwargs"] = parse_env_kwargs(args.env_kwargs)
+    if args.seed is not None:
+        raw["seed"] = args.seed
+    sft = dict(raw.get("sft") or {})
+    for key in ("source", "path", "select", "min_reward", "run", "tasks", "steps", "batch_size", "lr", "max_minutes"):  # fmt: skip
+        if getattr(args, key) is not None:
+            sft[key] = getattr(args, key)
+    raw["sft"] = sft
+    cfg = validate_config(raw, TrainConfig, args.config or "sft")
+    out = Path(args.out)
+    if out.exists() and (
+        not out.is_dir() or (not (out / "adapter_config.json").is_file() and any(out.iterdir()))
+    ):
+        raise UserError(f"--out {args.out!r} exists and holds no adapter; choose another --out")
+    set_torch_threads()
+    model, tok, _ = build_lora_model(cfg)
+    summary = sft_stage(
+        cfg,
+        model,
+        tok,
+        out,
+        bf16=use_bf16(cfg.optim.bf16, cfg.policy.device),
+        progress=not args.quiet,
+        echo=_echo(args),
+    )
+    summary["adapter"] = str(out.resolve())
+    if not args.json:
+        print(f"adapter: {summary['adapter']}")
+        print(f"  evaluate: rankgym eval --adapter {out}")
+    return summary
+
+
+SFT = Command(
+    name="sft",
+    help="supervised warm start (LoRA) on demonstrations rendered as the policy sees them",
+    add_arguments=_sft_arguments,
+    run=_sft_run,
+)
+
 
 
 def _eval_arguments(p: argparse.ArgumentParser) -> None:
@@ -245,117 +316,9 @@ EVAL = Command(
 )
 
 
-# ---- rankgym demo -----------------------------------------------------------------------------
+from rankgym.trainer.demo import DEMO, demo_config  # noqa: E402  (re-exported)
 
-DEMO_ENV_KWARGS = {"difficulty": "easy", "families": ["calc"]}
-
-
-def demo_config(out_dir: str, steps: int, reward: str, seed: int) -> dict[str, Any]:
-    """The demo's training config (easy calculator tasks, SmolLM2, the embedded judge)."""
-    return {
-        "name": Path(out_dir).name,
-        "seed": seed,
-        "steps": steps,
-        "out_dir": out_dir,
-        "env": {
-            "id": "rankgym/ToolUse-v0",
-            "kwargs": DEMO_ENV_KWARGS,
-            "tasks_per_step": 4,
-            "group_size": 6,
-            "max_turns": 2,
-        },
-        "policy": {"model": "embedded", "max_new_tokens": 32, "temperature": 0.7},
-        "lora": {"r": 16, "alpha": 32},
-        "judge": {"model": "local/smollm2"},
-        # "batch": one std for the whole step, so the judge's near-ties inside a group whose
-        # verifiable rewards are all equal stay small instead of being blown up to +-1.
-        "reward": {"kind": reward, "verifiable_weight": 0.5, "scale_rewards": "batch"},
-        "loss": {"type": "dapo"},
-        "optim": {"lr": 3e-4, "micro_batch_size": 8},
-        "eval": {"split": "test", "tasks": 20, "samples": 4, "temperature": 0.7},
-    }
-
-
-def _demo_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", metavar="DIR", help="output dir (default: runs/demo-<time>)")
-    p.add_argument("--steps", type=int, default=15, help="GRPO steps (default: 15)")
-    p.add_argument(
-        "--reward",
-        default="judge+verifiable",
-        choices=["judge", "verifiable", "judge+verifiable"],
-        help="training reward (default: judge+verifiable, which learned most in the reward "
-        "ablation: the embedded judge alone is noisy, the checker alone is sparse; see "
-        "docs/training.md)",
-    )
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--eval-tasks", type=int, default=20, metavar="N", help="held-out tasks (default: all 20)")  # fmt: skip
-    p.add_argument("--eval-samples", type=int, default=4, metavar="K", help="seeded samples per held-out task (default: 4)")  # fmt: skip
-
-
-def _demo_run(args: argparse.Namespace) -> dict[str, Any]:
-    from rankgym.config import validate_config
-    from rankgym.trainer.config import TrainConfig
-    from rankgym.trainer.loop import Trainer
-
-    if min(args.steps, args.eval_tasks, args.eval_samples) < 1:
-        raise UserError("--steps, --eval-tasks and --eval-samples must be >= 1")
-    out = args.out or f"runs/demo-{time.strftime('%Y%m%d-%H%M%S')}"
-    raw = demo_config(out, args.steps, args.reward, args.seed)
-    raw["eval"].update(tasks=args.eval_tasks, samples=args.eval_samples)
-    cfg = validate_config(raw, TrainConfig, "demo")
-    echo = _echo(args)
-    set_torch_threads()
-    t0 = time.perf_counter()
-    echo(
-        f"rankgym demo: {args.steps} GRPO steps of SmolLM2-135M (LoRA) on easy ToolUse calculator "
-        f"tasks, judged by the embedded judge (local/smollm2); training reward: {args.reward}"
-    )
-    trainer = Trainer(cfg, progress=not args.quiet, echo=echo)
-    summary = trainer.run()
-    echo("held-out evaluation: base model vs trained adapter, same tasks and seeds")
-    res = run_eval(
-        Path(summary["adapter"]),
-        cfg.env.id,
-        cfg.env.kwargs,
-        split=cfg.eval.split,
-        tasks=cfg.eval.tasks,
-        samples=cfg.eval.samples,
-        temperature=cfg.eval.temperature,
-        max_new_tokens=cfg.policy.max_new_tokens,
-        seed=cfg.seed,
-        progress=not args.quiet,
-    )
-    flat = flat_eval(res)
-    store = str(Path(cfg.store_path).resolve())
-    out_summary = {
-        "store": store,
-        "adapter": str(Path(summary["adapter"]).resolve()),
-        "run_id": summary["run_id"],
-        "steps": args.steps,
-        "reward": args.reward,
-        "judge": cfg.judge.model,
-        "reward_per_step": summary.get("reward_per_step"),
-        **flat,
-        "wall_s": round(time.perf_counter() - t0, 1),
-    }
-    if not args.json:
-        _print_eval({**res, "env": "ToolUse easy calc"})
-        print(f"trained on reward: {args.reward} (judge: {cfg.judge.model})")
-        print(f"adapter: {out_summary['adapter']}")
-        print(f"wall time: {out_summary['wall_s'] / 60:.1f} min")
-        print("open the dashboard on the store this run wrote:")
-        print(f"  rankgym dashboard --store {store}")
-    return out_summary
-
-
-DEMO = Command(
-    name="demo",
-    help="the main job on the embedded model, CPU only",
-    add_arguments=_demo_arguments,
-    run=_demo_run,
-)
-
-__all__ = ["TRAIN", "EVAL", "DEMO", "run_eval", "flat_eval", "demo_config"]
+__all__ = ["TRAIN", "EVAL", "SFT", "DEMO", "run_eval", "flat_eval", "demo_config"]
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit("run through `rankgym train|eval|demo`")

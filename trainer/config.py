@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rankgym.config import load_config
 from rankgym.judges.router import RouterConfig
@@ -127,6 +127,36 @@ class EvalSection(_Section):
     at_end: bool = False
 
 
+class SFTSection(_Section):
+    """Supervised warm start before GRPO (``trainer/sft.py``); GRPO continues from its adapter."""
+
+    source: Literal["oracle", "store", "jsonl"] = "oracle"
+    """``oracle``: the env's scripted solutions on train tasks; ``store``: trajectories of a store
+    picked by ``select``; ``jsonl``: chat examples (``messages`` + optional ``tools`` per line)."""
+    path: str | None = None
+    """The store (``source = "store"``) or the JSONL file (``source = "jsonl"``)."""
+    select: Literal["verifier", "judge"] = "verifier"
+    """For ``store``: verifiable reward >= ``min_reward``, or the judge's top trajectory per group."""
+    min_reward: float = Field(1.0, ge=0.0, le=1.0)
+    run: str | None = None
+    """For ``store``: only this run's groups."""
+    env_kwargs: dict[str, Any] | None = None
+    """Env kwargs for the demonstrations (oracle/store); default: ``env.kwargs``."""
+    tasks: int | None = Field(None, ge=1, le=1_000_000)
+    """For ``oracle``: how many train tasks to demonstrate (default: all of them)."""
+    steps: int = Field(60, ge=1, le=1_000_000)
+    batch_size: int = Field(8, ge=1, le=1024)
+    lr: float = Field(4e-4, gt=0.0)
+    max_minutes: float | None = Field(None, gt=0.0)
+    """Stop SFT after this many minutes even if ``steps`` are not done."""
+
+    @model_validator(mode="after")
+    def _path_needed(self) -> SFTSection:
+        if self.source != "oracle" and not self.path:
+            raise ValueError(f"source = {self.source!r} needs path")
+        return self
+
+
 class TrainConfig(_Section):
     name: str | None = None
     seed: int = 0
@@ -144,6 +174,8 @@ class TrainConfig(_Section):
     loss: LossSection = Field(default_factory=LossSection)
     optim: OptimSection = Field(default_factory=OptimSection)
     eval: EvalSection = Field(default_factory=EvalSection)
+    sft: SFTSection | None = None
+    """A supervised warm start before the first GRPO step (off unless the section is present)."""
     vllm: VLLMSection | None = None
     """Roll out through a vLLM server with one LoRA adapter per step (``adapter_sync.py``)."""
     router: RouterConfig | None = None

@@ -103,6 +103,19 @@ def mean_reward(groups: Sequence[Group]) -> float | None:
     return sum(rs) / len(rs) if rs else None
 
 
+def tool_use(groups: Sequence[Group]) -> tuple[float | None, float | None]:
+    """(share of episodes with at least one tool call that ran without error, mean turns)."""
+    trajs = [t for g in groups for t in g.trajectories]
+    if not trajs:
+        return None, None
+    ok = sum(
+        int((t.metrics.get("tool_calls") or 0) - (t.metrics.get("tool_errors") or 0) >= 1)
+        for t in trajs
+    )
+    turns = [t.metrics.get("turns") or len(t.turns) for t in trajs]
+    return ok / len(trajs), sum(turns) / len(trajs)
+
+
 def rate(table: dict[str, list[int]]) -> tuple[float, int, int]:
     k = sum(sum(v) for v in table.values())
     n = sum(len(v) for v in table.values())
@@ -169,19 +182,27 @@ def evaluate_policies(
             "n": n,
             "ci95": list(wilson(k, n)),
             "mean_verifiable_reward": mean_reward(groups),
+            "tool_call_rate": tool_use(groups)[0],
+            "mean_turns": tool_use(groups)[1],
             "errors": sum(t.error is not None for g in groups for t in g.trajectories),
         }
     names = list(policies)
-    ref = names[0]
-    for name in names[1:]:
-        a, b = tables[ref], tables[name]
-        d = out["policies"][name]["success"] - out["policies"][ref]["success"]
-        pairs = [(x, y) for k in sorted(set(a) & set(b)) for x, y in zip(a[k], b[k], strict=False)]
-        out["policies"][name]["vs_" + ref] = {
-            "difference": d,
-            "ci95": list(paired_bootstrap(a, b, seed=seed)),
-            "only_" + name: sum(1 for x, y in pairs if y and not x),
-            "only_" + ref: sum(1 for x, y in pairs if x and not y),
-            "both": sum(1 for x, y in pairs if x and y),
-        }
+    for i, name in enumerate(names):
+        for ref in names[:i]:  # every later policy against every earlier one, paired
+            _paired(out, tables, ref, name, seed)
     return out
+
+
+def _paired(
+    out: dict[str, Any], tables: dict[str, dict[str, list[int]]], ref: str, name: str, seed: int
+) -> None:
+    a, b = tables[ref], tables[name]
+    d = out["policies"][name]["success"] - out["policies"][ref]["success"]
+    pairs = [(x, y) for k in sorted(set(a) & set(b)) for x, y in zip(a[k], b[k], strict=False)]
+    out["policies"][name]["vs_" + ref] = {
+        "difference": d,
+        "ci95": list(paired_bootstrap(a, b, seed=seed)),
+        "only_" + name: sum(1 for x, y in pairs if y and not x),
+        "only_" + ref: sum(1 for x, y in pairs if x and not y),
+        "both": sum(1 for x, y in pairs if x and y),
+    }

@@ -34,7 +34,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -50,6 +49,7 @@ from rankgym.trainer.grpo import Sample, group_advantages, grpo_update, trajecto
 from rankgym.trainer.rewards import blend_reward, step_metrics, step_rewards
 from rankgym.trainer.setup import (
     build_lora_model,
+    check_env,
     judge_spec,
     make_env_factory,
     make_optimizer,
@@ -116,38 +116,14 @@ class Trainer:
 
     def _run_identity(self) -> str:
         """The run id: the saved one on resume, a new one otherwise (writes run.json)."""
-        cfg_dump = self.cfg.model_dump(mode="json")
-        saved = ckpt.read_run(self.out)
-        if self.resume:
-            if saved is None:
-                raise UserError(
-                    f"--resume: {str(self.out)!r} holds no run (no run.json); start without "
-                    "--resume, or pass the --out of the run to continue"
-                )
-            old = saved["config"]
-            diff = sorted(
-                k for k in set(old) | set(cfg_dump)
-                if k not in RESUMABLE_CHANGES and old.get(k) != cfg_dump.get(k)
-            )  # fmt: skip
-            if diff:
-                raise UserError(
-                    f"--resume: the config differs from the run in {str(self.out)!r} in "
-                    f"{', '.join(diff)}; resume with the same config (only {', '.join(sorted(RESUMABLE_CHANGES))} "
-                    "may change), or start a new run with another --out"
-                )
-            return saved["run_id"]
-        if ckpt.has_progress(self.out):
-            raise UserError(
-                f"{str(self.out)!r} already holds a training run; pass --resume to continue it "
-                "or choose another --out"
-            )
-        if saved is not None:  # a start that failed before its first step: reuse the dir
-            self.echo(f"{self.out}: earlier start never completed a step; starting afresh")
-        run_id = (
-            self.cfg.name or f"train-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid() % 10000:04d}"
+        return ckpt.run_identity(
+            self.out,
+            self.cfg.model_dump(mode="json"),
+            resume=self.resume,
+            name=self.cfg.name,
+            resumable=RESUMABLE_CHANGES,
+            echo=self.echo,
         )
-        ckpt.write_run(self.out, run_id, cfg_dump)
-        return run_id
 
     def _preflight(self) -> None:
         """Fail before anything is written when the device or the judge's credentials are missing."""
@@ -180,26 +156,8 @@ class Trainer:
 
     def _check_env(self) -> int:
         """Make the env (bad id/kwargs fail here) and check the task counts; returns max turns."""
-        cfg = self.cfg
-        self.env = make_env_factory(cfg.env.id, cfg.env.kwargs, cfg.env.max_turns)
-        probe = self.env()
-        self.success_threshold = float(getattr(probe, "success_threshold", 1.0))
-        for key, split, need in (
-            ("env.tasks_per_step", cfg.env.split, cfg.env.tasks_per_step),
-            ("eval.tasks", cfg.eval.split, 1 if (cfg.eval.at_end or cfg.eval.every) else 0),
-        ):
-            if not need:
-                continue
-            try:
-                have = len(probe.tasks(split))
-            except (ValueError, KeyError) as e:
-                raise UserError(f"{key}: {cfg.env.id} has no split {split!r} ({e})") from None
-            if need > have:
-                raise UserError(
-                    f"{key} = {need} but {cfg.env.id} has only {have} tasks in split "
-                    f"{split!r}; lower it or change env.kwargs"
-                )
-        return int(cfg.env.max_turns or getattr(probe, "max_turns", 1))
+        self.env, self.success_threshold, max_turns = check_env(self.cfg)
+        return max_turns
 
     def _build_model(self) -> None:
         self.model, self.tokenizer, self.model_name = build_lora_model(self.cfg, self.init_adapter)
@@ -222,6 +180,9 @@ class Trainer:
             name=self.run_id, kind="train", config=cfg.model_dump(mode="json"), run_id=self.run_id
         )
         self.start_step = 0
+        self.sft_summary: dict[str, Any] | None = None
+        if cfg.sft is not None and self.init_adapter is None:
+            self._warm_start()
         if self.resume:
             self._load_latest()
         self.policy = TransformersPolicy(
@@ -240,6 +201,32 @@ class Trainer:
 
             self.sync = start_for(self)
             self.policy = self.sync.policy
+
+    def _warm_start(self) -> None:
+        """Run the ``[sft]`` stage into ``<out>/sft`` (on resume: reuse the adapter it wrote)."""
+        from rankgym.trainer.sft import sft_stage
+
+        sft_dir = self.out / "sft"
+        weights = sft_dir / "adapter_model.safetensors"
+        if self.resume and weights.is_file():
+            if ckpt.latest_checkpoint(self.out) is None:  # else the checkpoint overrides it
+                from peft import set_peft_model_state_dict
+                from safetensors.torch import load_file
+
+                set_peft_model_state_dict(self.model, load_file(str(weights)))
+            self.sft_summary = json.loads((sft_dir / "meta.json").read_text()).get("sft")
+            self.echo(f"resume: reusing the SFT warm start in {sft_dir}")
+            return
+        self._phase_threads({}, "sft")
+        self.sft_summary = sft_stage(
+            self.cfg,
+            self.model,
+            self.tokenizer,
+            sft_dir,
+            bf16=self.bf16,
+            progress=self.progress,
+            echo=self.echo,
+        )
 
     def policy_name(self, step: int) -> str:
         return f"{self.model_name}@step{step}"
@@ -504,6 +491,7 @@ class Trainer:
             ],
             "wall_s": round(time.perf_counter() - t0, 1),
             "evals": evals,
+            "sft": self.sft_summary,
         }
         if self.sync is not None:
             self.sync.close()

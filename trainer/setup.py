@@ -84,6 +84,30 @@ def judge_spec(cfg: TrainConfig) -> Any:
     return default_spec(j.model, rubric, **params)
 
 
+def check_env(cfg: TrainConfig) -> tuple[Any, float, int]:
+    """``(env factory, success threshold, max turns)``; a bad env id or kwargs, or a split with
+    fewer tasks than ``env.tasks_per_step`` (or none for ``[eval]``), is a ``UserError``."""
+    factory = make_env_factory(cfg.env.id, cfg.env.kwargs, cfg.env.max_turns)
+    probe = factory()
+    for key, split, need in (
+        ("env.tasks_per_step", cfg.env.split, cfg.env.tasks_per_step),
+        ("eval.tasks", cfg.eval.split, 1 if (cfg.eval.at_end or cfg.eval.every) else 0),
+    ):
+        if not need:
+            continue
+        try:
+            have = len(probe.tasks(split))
+        except (ValueError, KeyError) as e:
+            raise UserError(f"{key}: {cfg.env.id} has no split {split!r} ({e})") from None
+        if need > have:
+            raise UserError(
+                f"{key} = {need} but {cfg.env.id} has only {have} tasks in split "
+                f"{split!r}; lower it or change env.kwargs"
+            )
+    threshold = float(getattr(probe, "success_threshold", 1.0))
+    return factory, threshold, int(cfg.env.max_turns or getattr(probe, "max_turns", 1))
+
+
 def build_lora_model(cfg: TrainConfig, init_adapter: Path | None = None) -> tuple[Any, Any, str]:
     """``(peft model, tokenizer, model name)``: a fresh seeded LoRA on the policy model, or the
     trainable adapter at ``init_adapter`` (e.g. one ``rankgym sft`` wrote)."""

@@ -1,0 +1,386 @@
+"""Supervised warm start: LoRA fine-tuning on demonstrations rendered exactly as the policy sees them.
+
+SmolLM2-135M follows no tool protocol zero-shot, so RL alone never discovers tool calls on CPU.
+A few minutes of SFT on demonstrations fixes that; GRPO then continues from the adapter it
+writes (``[sft]`` in a train config, or ``rankgym sft`` then ``Trainer(init_adapter=...)``).
+
+Demonstrations come from one of three sources, never from the test split:
+
+- ``oracle``: the env's scripted solution (``env.oracle(task)``) played through the env on
+  train-split tasks; only episodes that reach the env's success threshold are kept;
+- ``store``: trajectories of a store, selected by verifiable reward (``select = "verifier"``,
+  reward >= ``min_reward``) or by the judge (``select = "judge"``: the top-scored trajectory of
+  each judged group) — rejection sampling / expert iteration; trajectories of tasks in the env's
+  test split are skipped;
+- ``jsonl``: one chat example per line in ART's SFT format, ``{"messages": [...], "tools":
+  [...]}`` (OpenAI messages, optional OpenAI tool schemas), e.g. distilled from a stronger model.
+
+Every conversation is rendered by ``TransformersPolicy.demonstration`` (``envs.policies.render``):
+the chat template, system prompt and tool-call protocol of the rollout, one token row per
+conversation (each turn's prompt extends the previous one), loss on assistant tokens only —
+the same rows and masks ``grpo.trajectory_rows`` builds for GRPO. The loss is the mean token
+cross-entropy over a batch's assistant tokens.
+
+What it does not do: no packing of several conversations into one row, no shortening of the
+repeated tool list (it is what the policy sees), no validation split or early stopping, and
+no check that a JSONL example is correct.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import random
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from rankgym.cli import UserError
+from rankgym.trainer.grpo import Sample, collate, token_logprobs, trajectory_rows
+
+__all__ = [
+    "Conversation",
+    "SFTStats",
+    "jsonl_conversations",
+    "oracle_conversations",
+    "render_rows",
+    "sft_train",
+    "store_conversations",
+]
+
+Rows = list[tuple[list[int], list[int]]]
+
+
+@dataclass
+class Conversation:
+    """A demonstration: OpenAI messages, the tool schemas the policy saw, and where it came from."""
+
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]]
+    source: str = ""
+
+
+@dataclass
+class SFTStats:
+    """What one SFT run did. ``tokens``/``assistant_tokens``: of the dataset; ``seen_tokens``: all
+    tokens processed (padding excluded); ``epochs``: seen / dataset tokens."""
+
+    examples: int = 0
+    tokens: int = 0
+    assistant_tokens: int = 0
+    seen_tokens: int = 0
+    steps: int = 0
+    loss_first: float | None = None
+    loss_last: float | None = None
+    seconds: float = 0.0
+    losses: list[float] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        d = {k: v for k, v in self.__dict__.items() if k != "losses"}
+        d["assistant_token_share"] = self.assistant_tokens / self.tokens if self.tokens else None
+        d["epochs"] = self.seen_tokens / self.tokens if self.tokens else None
+        d["tokens_per_s"] = self.seen_tokens / self.seconds if self.seconds else None
+        return d
+
+
+def play_oracle(env: Any, task: Any) -> tuple[Conversation, float] | None:
+    """Play ``env.oracle(task)`` through ``env``; the conversation and its verifiable reward."""
+    script = env.oracle(task)
+    if not script:
+        return None
+    messages, info = env.reset(options={"task_id": task.id})
+    messages, reward = list(messages), 0.0
+    for action in script:
+        new, reward, terminated, truncated, step_info = env.step(dict(action))
+        messages += [dict(action), *new]
+        if terminated or truncated:
+            reward = float(step_info.get("verifiable_reward", reward) or 0.0)
+            break
+    return Conversation(messages, list(info.get("tools") or []), f"oracle:{task.id}"), reward
+
+
+def oracle_conversations(
+    make_env: Callable[[], Any], n_tasks: int | None = None, seed: int = 0
+) -> list[Conversation]:
+    """Successful oracle episodes on train-split tasks (``n_tasks`` drawn with ``seed``; all by default)."""
+    env = make_env()
+    tasks = list(env.tasks("train"))
+    if not tasks:
+        raise UserError("sft: the env has no train-split tasks to demonstrate")
+    random.Random(seed).shuffle(tasks)
+    threshold = float(getattr(env, "success_threshold", 1.0))
+    out = []
+    for task in tasks[: n_tasks or len(tasks)]:
+        played = play_oracle(env, task)
+        if played is not None and played[1] >= threshold:
+            out.append(played[0])
+    if not out:
+        raise UserError(
+            f"sft.source = 'oracle': {getattr(env, 'env_id', 'the env')} has no oracle (or none "
+            "succeeded); use source = 'store' or 'jsonl'"
+        )
+    return out
+
+
+def store_conversations(
+    store_path: str | Path,
+    make_env: Callable[[], Any],
+    *,
+    select: str = "verifier",
+    min_reward: float = 1.0,
+    run_id: str | None = None,
+) -> list[Conversation]:
+    """Trajectories of a store chosen by verifier reward or judge rank (see the module doc)."""
+    from rankgym.store import Store
+
+    if not Path(store_path).is_file():
+        raise UserError(f"sft.path: store {str(store_path)!r} does not exist")
+    env = make_env()
+    test_ids = {t.id for t in env.tasks("test")}
+    tools_of: dict[str, list[dict[str, Any]]] = {}
+    out: list[Conversation] = []
+    with Store(store_path, readonly=True) as store:
+        for gid in store.group_ids(run_id=run_id) if run_id else store.group_ids():
+            g = store.get_group(gid)
+            if g.task_id in test_ids or g.env_id != getattr(env, "env_id", g.env_id):
+                continue
+            if select == "judge":
+                if g.judgement is None or g.judgement.status != "ok" or not g.judgement.scores:
+                    continue
+                best = max(g.judgement.scores, key=lambda s: s.score).trajectory_id
+                chosen = [t for t in g.trajectories if t.id == best]
+            else:
+                chosen = [
+                    t
+                    for t in g.trajectories
+                    if t.verifiable_reward is not None and t.verifiable_reward >= min_reward
+                ]
+            for t in chosen:
+                if t.error:
+                    continue
+                if g.task_id not in tools_of:
+                    _, info = env.reset(options={"task_id": g.task_id})
+                    tools_of[g.task_id] = list(info.get("tools") or [])
+                msgs = [m.to_openai() for m in t.messages]
+                out.append(Conversation(msgs, tools_of[g.task_id], f"store:{t.id}"))
+    if not out:
+        raise UserError(
+            f"sft: no trajectory of {str(store_path)!r} passed select = {select!r}"
+            + (f" (min_reward {min_reward})" if select == "verifier" else "")
+        )
+    return out
+
+
+def jsonl_conversations(path: str | Path) -> list[Conversation]:
+    """Chat examples in ART's SFT format, one JSON object per line: ``messages`` (+ ``tools``)."""
+    p = Path(path)
+    if not p.is_file():
+        raise UserError(f"sft.path: {str(path)!r} is not a file")
+    out = []
+    with p.open(encoding="utf-8", errors="replace") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except ValueError as e:
+                raise UserError(f"{path}:{n}: not JSON ({e})") from None
+            msgs = row.get("messages") if isinstance(row, dict) else None
+            if not isinstance(msgs, list) or not all(
+                isinstance(m, dict) and "role" in m for m in msgs
+            ):
+                raise UserError(f"{path}:{n}: needs a 'messages' list of {{role, content}} objects")
+            if not any(m["role"] == "assistant" for m in msgs):
+                raise UserError(f"{path}:{n}: has no assistant message to learn from")
+            tools = row.get("tools") or []
+            if not isinstance(tools, list):
+                raise UserError(f"{path}:{n}: 'tools' must be a list of tool schemas")
+            out.append(Conversation(msgs, tools, f"jsonl:{n}"))
+    if not out:
+        raise UserError(f"sft.path: {str(path)!r} holds no examples")
+    return out
+
+
+def render_rows(policy: Any, conversations: Iterable[Conversation]) -> list[Rows]:
+    """Token rows (ids, assistant mask) of each conversation, as the rollout renders it."""
+    out = []
+    for c in conversations:
+        rows = trajectory_rows(policy.demonstration(c.messages, c.tools))
+        if rows:
+            out.append(rows)
+    return out
+
+
+def sft_train(
+    model: Any,
+    examples: list[Rows],
+    *,
+    pad_id: int,
+    steps: int,
+    lr: float = 4e-4,
+    batch_size: int = 8,
+    max_minutes: float | None = None,
+    warmup_steps: int = 5,
+    bf16: bool = False,
+    seed: int = 0,
+    progress: bool = False,
+    echo: Callable[[str], None] | None = None,
+) -> SFTStats:
+    """Train the trainable (LoRA) parameters of ``model`` on ``examples`` for ``steps`` batches.
+
+    Batches cycle through shuffled epochs (seeded). Stops early after ``max_minutes``. Leaves
+    the model in eval mode.
+    """
+    if not examples:
+        raise UserError("sft: no demonstrations to train on")
+    rng = random.Random(seed)
+    torch.manual_seed(seed)
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda i: min(1.0, (i + 1) / warmup_steps) if warmup_steps else 1.0
+    )
+    device = next(model.parameters()).device
+    amp = (
+        torch.autocast(device_type=device.type, dtype=torch.bfloat16)
+        if bf16
+        else contextlib.nullcontext()
+    )
+    st = SFTStats(examples=len(examples))
+    st.tokens = sum(len(ids) for rows in examples for ids, _ in rows)
+    st.assistant_tokens = sum(sum(m) for rows in examples for _, m in rows)
+    order: list[int] = []
+    t0 = time.perf_counter()
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=steps, desc="sft", unit="step", leave=False)
+    model.train()
+    try:
+        for step in range(steps):
+            if max_minutes is not None and time.perf_counter() - t0 > 60 * max_minutes:
+                break
+            batch = []
+            while len(batch) < min(batch_size, len(examples)):
+                if not order:
+                    order = list(range(len(examples)))
+                    rng.shuffle(order)
+                batch.append(examples[order.pop()])
+            mb = collate([Sample(rows, 0.0) for rows in batch], pad_id, device)
+            with amp:
+                logp = token_logprobs(model, mb)
+            mask = mb.loss_mask
+            loss = -(logp * mask).sum() / mask.sum().clamp(min=1)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(params, 1.0)
+            opt.step()
+            sched.step()
+            opt.zero_grad(set_to_none=True)
+            value = float(loss.detach())
+            st.losses.append(value)
+            st.loss_first = value if st.loss_first is None else st.loss_first
+            st.loss_last = value
+            st.steps = step + 1
+            st.seen_tokens += int(mb.attention_mask.sum())
+            if bar is not None:
+                bar.update(1)
+                bar.set_postfix(loss=f"{value:.3f}")
+            if echo and (step + 1) % 10 == 0:
+                echo(f"sft step {step + 1}/{steps}  loss {value:.3f}")
+    finally:
+        if bar is not None:
+            bar.close()
+        model.eval()
+    st.seconds = time.perf_counter() - t0
+    return st
+
+
+def conversations_for(cfg: Any) -> list[Conversation]:
+    """The demonstrations a train config's ``[sft]`` section names (``cfg`` is a TrainConfig)."""
+    from rankgym.trainer.setup import make_env_factory
+
+    s = cfg.sft
+    kwargs = cfg.env.kwargs if s.env_kwargs is None else s.env_kwargs
+    if s.source == "jsonl":
+        return jsonl_conversations(s.path)
+    make_env = make_env_factory(cfg.env.id, kwargs, cfg.env.max_turns)
+    if s.source == "store":
+        return store_conversations(
+            s.path, make_env, select=s.select, min_reward=s.min_reward, run_id=s.run
+        )
+    return oracle_conversations(make_env, s.tasks, seed=cfg.seed)
+
+
+def sft_stage(
+    cfg: Any,
+    model: Any,
+    tokenizer: Any,
+    out_dir: str | Path,
+    *,
+    bf16: bool = False,
+    progress: bool = False,
+    echo: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Run a config's ``[sft]`` section on ``model`` (a peft LoRA model) and save the adapter.
+
+    Writes ``out_dir`` atomically (peft adapter files + ``meta.json`` with the env, base model and
+    SFT stats), so ``rankgym eval --adapter``, ``--policy hf:BASE@DIR`` and GRPO load it.
+    Returns the summary it wrote.
+    """
+    import os
+    import shutil
+
+    from rankgym.envs.policies import TransformersPolicy
+
+    s = cfg.sft
+    say = echo or (lambda _m: None)
+    convs = conversations_for(cfg)
+    renderer = TransformersPolicy(model, tokenizer, max_new_tokens=cfg.policy.max_new_tokens)
+    rows = render_rows(renderer, convs)
+    say(
+        f"sft: {len(rows)} demonstrations from {s.source}; {s.steps} steps of {s.batch_size}, "
+        f"lr {s.lr:g}"
+    )
+    stats = sft_train(
+        model,
+        rows,
+        pad_id=tokenizer.pad_token_id,
+        steps=s.steps,
+        lr=s.lr,
+        batch_size=s.batch_size,
+        max_minutes=s.max_minutes,
+        bf16=bf16,
+        seed=cfg.seed,
+        progress=progress,
+        echo=say,
+    )
+    summary = {
+        "source": s.source,
+        "conversations": len(convs),
+        **stats.summary(),
+    }
+    out = Path(out_dir)
+    tmp = out.with_name(out.name + f".tmp-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.save_pretrained(tmp)
+    meta = {
+        "kind": "sft",
+        "env": {"id": cfg.env.id, "kwargs": cfg.env.kwargs},
+        "policy_model": cfg.policy.model,
+        "max_new_tokens": cfg.policy.max_new_tokens,
+        "sft": summary,
+    }
+    (tmp / "meta.json").write_text(json.dumps(meta, indent=1, default=str))
+    if out.exists():
+        shutil.rmtree(out)
+    os.replace(tmp, out)
+    say(
+        f"sft: {stats.steps} steps in {stats.seconds:.0f}s, loss {stats.loss_first:.3f} -> "
+        f"{stats.loss_last:.3f}; adapter {out}"
+    )
+    return summary
