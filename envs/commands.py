@@ -41,23 +41,35 @@ def _check(env_id: str) -> tuple[str | None, list[str]]:
     import gymnasium
     from gymnasium.utils.env_checker import check_env
 
-    from rankgym.envs.tools import ToolBox
-
     try:
         env = gymnasium.make(env_id)
         check_env(env.unwrapped)
-        base = env.unwrapped
-        task = next(iter(base.tasks(base.split)), None)
-        tools = ToolBox(base.tools_for(task) if task is not None else base.tools)
+        tools = _all_tools(env.unwrapped)
         env.close()
     except Exception as e:  # reported per env, the listing goes on
         return f"check_env failed: {type(e).__name__}: {e}", []
     warnings = [
         f"tool {t.name!r} has no docstring: the agent sees only its name and parameters"
-        for t in tools.tools.values()
+        for t in tools
         if not t.documented
     ]
     return None, warnings
+
+
+def _all_tools(env: Any, max_tasks: int = 2000) -> list[Any]:
+    """Every distinct tool the env offers over the tasks of its splits (first ``max_tasks``)."""
+    from rankgym.envs.tools import as_tool
+
+    offered: dict[int, Any] = {}  # by the identity of the underlying function
+    for split in env.splits:
+        for task in [None, *env.tasks(split)[:max_tasks]]:
+            for fn in env.tools if task is None else env.tools_for(task):
+                offered.setdefault(id(getattr(fn, "__func__", fn)), fn)
+    tools: dict[str, Any] = {}
+    for fn in offered.values():
+        t = as_tool(fn)
+        tools.setdefault(t.name, t)
+    return list(tools.values())
 
 
 def _envs_run(args: argparse.Namespace) -> dict[str, Any]:
