@@ -32,6 +32,8 @@ def enable_fts(conn: sqlite3.Connection) -> None:
     db["trajectories"].enable_fts(
         ["text"], fts_version="FTS5", tokenize="unicode61", create_triggers=True, replace=True
     )
+    if not conn.in_transaction:  # sqlite-utils < 4.2 commits inside executescript
+        raise RuntimeError("sqlite-utils committed mid-migration; install sqlite-utils>=4.2")
 
 
 def _v4_text_column(conn: sqlite3.Connection) -> None:
