@@ -38,7 +38,9 @@ timing side channels. Without root (``capabilities()["root"]`` false) there is n
 no namespaces and no cgroups: only rlimits, a session and a temp dir, and the candidate can read
 whatever the calling user can, hidden test files included (never the expected values, which
 stay in the caller's memory). Without ``unshare`` there is no
-network isolation; we do **not** fall back to blocking ``socket`` in-process, because code in
+network, pid or mount isolation (and with the interpreter under a directory the candidate's uid
+cannot read, only the stdlib modules the zygote preloads import: ``capabilities()["works"]``
+is false); we do **not** fall back to blocking ``socket`` in-process, because code in
 the same process can undo that. ``capabilities()`` says which of these hold on this machine.
 The audit-hook events reported back (file, socket, process, kill events) come from the
 candidate's own process, so a determined candidate can suppress them: they feed hack signals,
@@ -146,7 +148,7 @@ class RunResult:
 @cache
 def capabilities() -> dict[str, Any]:
     """What isolation this machine allows (probed once per process; runs one tiny sandbox)."""
-    res = Sandbox(Limits(wall_s=10)).run_script("print('ok')")
+    res = Sandbox(Limits(wall_s=10)).run_script("import wave, pprint\nprint('ok')")
     iso = res.isolation
     return {
         "root": os.geteuid() == 0,
@@ -156,6 +158,8 @@ def capabilities() -> dict[str, Any]:
         "workdir_tmpfs": bool(iso.get("workdir_tmpfs")),
         "cgroups": [p.split("/")[4] for p in iso.get("cgroups", [])],
         "uid_drop": iso.get("uid", 0) != 0,
+        # a candidate ran and imported stdlib modules that are not preloaded (false e.g. when no
+        # mount namespace puts back an interpreter that lives under an unreadable /root)
         "works": res.stdout.strip() == "ok",
     }
 
