@@ -159,6 +159,7 @@ def _eval_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-new-tokens", type=bounded(MAX_NEW_TOKENS), metavar="N", help="per turn (default: the training setting, else 64)")  # fmt: skip
     p.add_argument("--seed", type=int, default=0, help="episode and sampling seed (default: 0)")
     p.add_argument("--base", metavar="DIR", help="base model dir (default: the adapter's base_model_name_or_path, else embedded)")  # fmt: skip
+    p.add_argument("--device", default="cpu", help="torch device for the model: cpu (default), cuda, cuda:1, ...")  # fmt: skip
 
 
 def _adapter_meta(adapter: Path) -> dict[str, Any]:
@@ -166,10 +167,15 @@ def _adapter_meta(adapter: Path) -> dict[str, Any]:
     return json.loads(meta.read_text()) if meta.is_file() else {}
 
 
-def _load_adapter_model(adapter: Path, base: str | None) -> tuple[Any, Any]:
+def _load_adapter_model(adapter: Path, base: str | None, device: str = "cpu") -> tuple[Any, Any]:
     from peft import PeftModel
 
-    from rankgym.model import embedded_model_dir, load_causal_lm
+    from rankgym.model import check_device, embedded_model_dir, load_causal_lm
+
+    try:
+        check_device(device)
+    except ValueError as e:
+        raise UserError(f"--device: {e}") from None
 
     if not (adapter / "adapter_config.json").is_file():
         raise UserError(
@@ -186,7 +192,8 @@ def _load_adapter_model(adapter: Path, base: str | None) -> tuple[Any, Any]:
         raise UserError(f"--base {base!r} is not a model directory")
     from rankgym.model import use_bf16
 
-    model, tok = load_causal_lm(base, "bfloat16" if use_bf16("auto", "cpu") else "float32")
+    dtype = "bfloat16" if use_bf16("auto", device) else "float32"
+    model, tok = load_causal_lm(base, dtype, device=device)
     model = PeftModel.from_pretrained(model, str(adapter))
     model.eval()
     return model, tok
@@ -205,6 +212,7 @@ def run_eval(
     seed: int = 0,
     base: str | None = None,
     progress: bool = True,
+    device: str = "cpu",
 ) -> dict[str, Any]:
     """Base (adapter disabled) vs adapter success on held-out tasks; see ``evaluate.py``."""
     from rankgym.envs.policies import TransformersPolicy
@@ -212,7 +220,7 @@ def run_eval(
     from rankgym.trainer.evaluate import AdapterOffPolicy, evaluate_policies
     from rankgym.trainer.loop import make_env_factory
 
-    model, tok = _load_adapter_model(adapter, base)
+    model, tok = _load_adapter_model(adapter, base, device)
     env = make_env_factory(env_id, env_kwargs)
     trained = TransformersPolicy(
         model,
@@ -221,7 +229,7 @@ def run_eval(
         max_new_tokens=max_new_tokens,
         temperature=temperature,
         seed=seed,
-        autocast=use_bf16("auto", "cpu"),
+        autocast=use_bf16("auto", device),
     )
     policies = {"base": AdapterOffPolicy(trained, "base"), "trained": trained}
     try:
@@ -296,6 +304,7 @@ def _eval_run(args: argparse.Namespace) -> dict[str, Any]:
         seed=args.seed,
         base=args.base,
         progress=not args.quiet,
+        device=args.device,
     )
     if not args.json:
         _print_eval(res)
