@@ -141,6 +141,7 @@ class StoreFile:
         self.close()
 
     def close(self) -> None:
+        """Close the connection (idempotent); committed writes are on disk."""
         with self._lock:
             self.conn.close()
 
@@ -200,4 +201,5 @@ class StoreFile:
 
     @property
     def schema_version(self) -> int:
+        """The file's schema version (``PRAGMA user_version``)."""
         return self.conn.execute("PRAGMA user_version").fetchone()[0]

@@ -58,6 +58,7 @@ class Store(StoreFile):
         return rid
 
     def runs(self) -> list[dict[str, Any]]:
+        """Every run, oldest first: ``id``, ``name``, ``kind``, ``config`` (dict), ``created_at``."""
         rows = self.query("SELECT * FROM runs ORDER BY created_at")
         for r in rows:
             r["config"] = json.loads(r["config"])
@@ -74,6 +75,7 @@ class Store(StoreFile):
         )
 
     def steps(self, run_id: str) -> list[dict[str, Any]]:
+        """A run's training steps in order: ``run_id``, ``step``, ``metrics`` (dict), ``created_at``."""
         rows = self.query("SELECT * FROM steps WHERE run_id = ? ORDER BY step", (run_id,))
         for r in rows:
             r["metrics"] = json.loads(r["metrics"])
@@ -139,6 +141,7 @@ class Store(StoreFile):
             yield self.get_group(gid)
 
     def group_ids(self, run_id: str | None = None, step: int | None = None) -> list[str]:
+        """Ids of the groups (of one run / step), oldest first."""
         where, params = group_filters(run_id=run_id, step=step)
         return [
             r["id"]
@@ -167,6 +170,7 @@ class Store(StoreFile):
         return rows
 
     def count_groups(self, **filters: Any) -> int:
+        """How many groups match the filters of :meth:`list_groups`."""
         where, params = group_filters(**filters)
         return self.query(f"SELECT COUNT(*) AS n FROM groups g {where}", params)[0]["n"]
 
@@ -203,6 +207,7 @@ class Store(StoreFile):
 
     # ------------------------------------------------------------------ judging
     def put_judge_spec(self, spec: JudgeSpec) -> str:
+        """Record a judge spec (once per content hash) and return its hash."""
         h = spec.spec_hash
         self._write(
             lambda c: c.execute(
@@ -213,10 +218,12 @@ class Store(StoreFile):
         return h
 
     def get_judge_spec(self, spec_hash: str) -> JudgeSpec | None:
+        """The spec stored under ``spec_hash``, or None."""
         rows = self.query("SELECT spec FROM judge_specs WHERE hash = ?", (spec_hash,))
         return JudgeSpec.from_json(rows[0]["spec"]) if rows else None
 
     def judge_specs(self) -> list[dict[str, Any]]:
+        """Every spec, oldest first: ``hash``, ``model``, ``spec`` (JSON text), ``created_at``."""
         return self.query(
             "SELECT hash, model, spec, created_at FROM judge_specs ORDER BY created_at"
         )
@@ -259,6 +266,7 @@ class Store(StoreFile):
         return [judgement_from_row(r, scores.get(r["id"], [])) for r in rows]
 
     def cache_get(self, spec_hash: str, group_hash: str) -> dict[str, Any] | None:
+        """The cached judge reply for (spec, group content), or None."""
         rows = self.query(
             "SELECT value FROM judge_cache WHERE spec_hash = ? AND group_hash = ?",
             (spec_hash, group_hash),
@@ -266,6 +274,7 @@ class Store(StoreFile):
         return json.loads(rows[0]["value"]) if rows else None
 
     def cache_put(self, spec_hash: str, group_hash: str, value: dict[str, Any]) -> None:
+        """Cache a judge reply for (spec, group content), replacing an older one."""
         self._write(
             lambda c: c.execute(
                 "INSERT OR REPLACE INTO judge_cache (spec_hash, group_hash, value, created_at)"
@@ -320,6 +329,8 @@ class Store(StoreFile):
     def human_rankings(
         self, group_id: str | None = None, labeler: str | None = None, include_skipped: bool = False
     ) -> list[dict[str, Any]]:
+        """Rankings, oldest first: ``id``, ``group_id``, ``labeler``, ``ranking`` (dict),
+        ``blind``, ``skipped``, ``created_at``."""
         clauses, params = [], []
         if group_id is not None:
             clauses.append("group_id = ?")
@@ -338,6 +349,7 @@ class Store(StoreFile):
         return rows
 
     def add_hack_signal(self, trajectory_id: str, name: str, detail: str = "") -> None:
+        """Flag a stored trajectory with a named hack signal (replacing the same name's detail)."""
         rows = self.query("SELECT group_id FROM trajectories WHERE id = ?", (trajectory_id,))
         if not rows:
             raise StoreError(f"trajectory {trajectory_id!r} is not in store {str(self.path)!r}")
@@ -353,6 +365,8 @@ class Store(StoreFile):
     def hack_signals(
         self, run_id: str | None = None, limit: int | None = None
     ) -> list[dict[str, Any]]:
+        """Signals, newest group first: ``trajectory_id``, ``group_id``, ``name``, ``detail``,
+        ``run_id``, ``step``, ``env_id``, ``task_id``."""
         where = "WHERE g.run_id = ?" if run_id else ""
         params: list[Any] = [run_id] if run_id else []
         lim = f"LIMIT {int(limit)}" if limit else ""

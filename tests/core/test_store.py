@@ -168,6 +168,7 @@ def test_migration_from_v1(store_path):
     assert s.schema_version == SCHEMA_VERSION >= 3
     g = s.get_group("g")
     assert g.trajectories[0].messages[0].content == "old store"
+    assert s.count_groups(search="old store") == 1  # v4 indexed the text of old rows
     assert g.trajectories[0].hack_signals == ["early_exit"]
     assert s.count_groups(hack_flagged=True) == 1
     assert s.human_rankings("g")[0]["skipped"] is False
