@@ -27,7 +27,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rankgym.cli import Command, UserError
+from rankgym.cli import Command
+from rankgym.errors import UserError
 
 APP = Path(__file__).resolve().parent / "app.py"
 

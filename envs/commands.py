@@ -15,7 +15,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from rankgym.cli import Command, UserError
+from rankgym.cli import Command
+from rankgym.errors import UserError
 from rankgym.terminal import printable
 
 __all__ = ["ENVS", "NEW_ENV", "scaffold_env_package"]
