@@ -39,6 +39,20 @@ def _is_busy(e: sqlite3.OperationalError) -> bool:
     return "locked" in msg or "busy" in msg
 
 
+class _Decoder:
+    """SQLite text -> str: UTF-8, or (a row another tool wrote badly) U+FFFD, counted."""
+
+    def __init__(self) -> None:
+        self.repaired = 0
+
+    def __call__(self, raw: bytes) -> str:
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            self.repaired += 1
+            return raw.decode("utf-8", "replace")
+
+
 class StoreFile:
     """One store file: opened, checked, migrated; locked and retried writes; reads."""
 
@@ -46,8 +60,7 @@ class StoreFile:
         self.path = Path(path)
         self.readonly = readonly
         self.busy_seconds = busy_seconds
-        self.repaired_texts = 0
-        """How many stored texts were not valid UTF-8 and were read with U+FFFD in their place."""
+        self._decode = _Decoder()  # not a bound method: no Store <-> connection cycle
         self._lock = threading.RLock()
         check_file(self.path, readonly)
         try:
@@ -125,13 +138,10 @@ class StoreFile:
         # A file that is SQLite but damaged inside often reads its first page fine.
         self._retry(lambda: self.conn.execute("SELECT count(*) FROM sqlite_master").fetchone())
 
-    def _decode(self, raw: bytes) -> str:
-        """Text from SQLite: UTF-8, or (for a row another tool wrote badly) U+FFFD, counted."""
-        try:
-            return raw.decode("utf-8")
-        except UnicodeDecodeError:
-            self.repaired_texts += 1
-            return raw.decode("utf-8", "replace")
+    @property
+    def repaired_texts(self) -> int:
+        """How many texts read so far were not valid UTF-8 (read with U+FFFD in their place)."""
+        return self._decode.repaired
 
     # ------------------------------------------------------------------ plumbing
     def __enter__(self) -> Self:
