@@ -33,7 +33,7 @@ GRPO_ENV_KWARGS: dict[str, Any] = {"difficulty": "hard", "families": DEMO_FAMILI
 
 
 def demo_config(
-    out_dir: str, steps: int, reward: str, seed: int, sft_steps: int = 40
+    out_dir: str, steps: int, reward: str, seed: int, sft_steps: int = 24
 ) -> dict[str, Any]:
     """The demo's training config: SFT warm start, then GRPO on hard multi-step ToolUse tasks."""
     return {
@@ -67,8 +67,8 @@ def demo_config(
 
 def _demo_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", metavar="DIR", help="output dir (default: runs/demo-<time>)")
-    p.add_argument("--steps", type=bounded(10_000), default=8, help="GRPO steps (default: 8)")
-    p.add_argument("--sft-steps", type=bounded(100_000), default=40, help="SFT steps of 8 demonstrations (default: 40)")  # fmt: skip
+    p.add_argument("--steps", type=bounded(10_000), default=4, help="GRPO steps (default: 4)")
+    p.add_argument("--sft-steps", type=bounded(100_000), default=24, help="SFT steps of 8 demonstrations (default: 24)")  # fmt: skip
     p.add_argument(
         "--reward",
         default="judge+verifiable",

@@ -1,4 +1,4 @@
-"""`rankgym demo` end to end on the real embedded model and judge (one step, tiny eval)."""
+"""`rankgym demo` end to end on the real embedded model and judge (short SFT, one GRPO step, tiny eval)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,8 @@ def test_demo_one_step_json(tmp_path: Path, capsys):
             "demo",
             "--steps",
             "1",
+            "--sft-steps",
+            "2",
             "--eval-tasks",
             "2",
             "--eval-samples",
@@ -30,13 +32,22 @@ def test_demo_one_step_json(tmp_path: Path, capsys):
     )
     assert rc == 0
     s = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    for key in ("store", "adapter", "steps", "reward", "base_success", "trained_success", "base_ci", "trained_ci"):  # fmt: skip
+    for key in (
+        "store", "adapter", "sft_adapter", "steps", "reward", "base_success", "sft_success",
+        "trained_success", "base_ci", "sft_ci", "trained_ci", "trained_vs_sft_ci",
+        "tool_call_rate", "mean_turns",
+    ):  # fmt: skip
         assert key in s, key
-    assert s["steps"] == 1 and s["reward"] == "judge+verifiable" and s["n"] == 2
+    assert s["steps"] == 1 and s["sft_steps"] == 2 and s["reward"] == "judge+verifiable"
+    assert s["n"] == 2 and 0 <= s["tool_call_rate"] <= 1 and s["mean_turns"] >= 1
     assert Path(s["store"]).is_file() and (Path(s["adapter"]) / "adapter_config.json").is_file()
+    assert (Path(s["sft_adapter"]) / "adapter_config.json").is_file()
     from rankgym.store import Store
 
     store = Store(s["store"], readonly=True)
     (row,) = store.steps(s["run_id"])
     assert row["metrics"]["judge_calls"] >= 1  # the embedded judge really ran
-    assert row["metrics"]["groups"] == 4
+    assert row["metrics"]["groups"] == 3
+    # GRPO rolled out hard multi-step tasks with the warm-started policy
+    groups = [store.get_group(g) for g in store.group_ids(run_id=s["run_id"])]
+    assert groups and all("-hard-" in g.task_id for g in groups)
