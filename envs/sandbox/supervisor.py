@@ -42,12 +42,12 @@ CLONE_NEWNS, CLONE_NEWNET, CLONE_NEWPID = 0x00020000, 0x40000000, 0x20000000
 CLONE_NEWIPC, CLONE_NEWUTS, MNT_DETACH = 0x08000000, 0x04000000, 2
 MS_NOSUID, MS_NODEV, MS_NOEXEC = 2, 4, 8
 MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
-PR_SET_NO_NEW_PRIVS = 38
+PR_SET_NO_NEW_PRIVS, PR_SET_CHILD_SUBREAPER = 38, 36
 HIDE_OPTS = "size=64k,mode=0755"
 PRELOAD = (
     "re math cmath collections collections.abc itertools functools heapq bisect string typing "
     "json random datetime decimal fractions statistics operator copy hashlib textwrap unicodedata "
-    "array dataclasses enum numbers io time traceback resource"
+    "array dataclasses enum numbers io time traceback resource threading"
 )
 
 
@@ -331,12 +331,17 @@ def _kill_all(pid, status, uid, iso, zsock):
 
 
 def _pids_of(uid):
+    """Live processes whose real uid is ``uid`` (from ``status``: a process that dropped root is
+    not dumpable, so its ``/proc/PID`` belongs to root)."""
     out = set()
     for name in os.listdir("/proc"):
-        if name.isdigit():
-            with contextlib.suppress(OSError):
-                if os.stat(f"/proc/{name}").st_uid == uid:
-                    out.add(int(name))
+        if not name.isdigit():
+            continue
+        with contextlib.suppress(OSError, KeyError, IndexError, ValueError):
+            with open(f"/proc/{name}/status") as f:
+                lines = {ln.split(":", 1)[0]: ln for ln in f}
+            if int(lines["Uid"].split()[1]) == uid and lines["State"].split()[1] != "Z":
+                out.add(int(name))
     return out
 
 
@@ -472,6 +477,7 @@ def main():
             with contextlib.suppress(OSError):
                 flags = MS_NOSUID | MS_NODEV | MS_NOEXEC
                 _mount(libc, _libc()[1], "proc", "/proc", "proc", flags, None)
+    libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # orphans of candidates come to us: reaped
     server, zside = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     if os.fork() == 0:
         server.close()
