@@ -220,6 +220,8 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _print_summary(s: dict[str, Any]) -> None:
+    from rankgym.envs.rollout_report import error_lines
+
     mvr = s["mean_verifiable_reward"]
     rate = s["success_rate"]
     lines = [
@@ -236,6 +238,7 @@ def _print_summary(s: dict[str, Any]) -> None:
     ]
     if s["skipped_groups"]:
         lines.append(f"skipped {s['skipped_groups']} groups already in the store (resumed)")
+    lines += error_lines(s)
     lines.append(f"run {s['run_id']} in {s['store']} (rerun with --run {s['run_id']} to resume)")
     print("\n".join(lines), file=sys.stdout)
 

