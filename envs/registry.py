@@ -134,6 +134,9 @@ def load_plugins(force: bool = False) -> list[EnvInfo]:
     if _plugins_loaded and not force:
         return list(_plugin_envs)
     _plugins_loaded = True
+    for info in _plugin_envs:  # a forced reload starts from the built-ins alone
+        if info.error is None:
+            gymnasium.registry.pop(info.id, None)
     _plugin_envs.clear()
     register_builtins()
     for ep in _entry_points():

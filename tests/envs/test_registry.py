@@ -236,3 +236,21 @@ def test_a_tool_without_type_hints_is_refused_when_the_env_is_made():
 
     with pytest.raises(TypeError, match=r"tool 'untyped' .*parameter 'text' has no type hint"):
         Untyped()
+
+
+def test_a_forced_reload_keeps_a_plugins_own_ids(tmp_path):
+    (tmp_path / "again_plugin.py").write_text(
+        "import gymnasium\n"
+        "def register_envs():\n"
+        "    gymnasium.register(id='again/Env-v0', entry_point='rankgym.envs.tooluse:ToolUseEnv')\n"
+    )
+    _dist(tmp_path, "again-plugin", "again = again_plugin:register_envs")
+    code = (
+        "from rankgym.envs.registry import load_plugins\n"
+        "first = load_plugins()\n"
+        "second = load_plugins(force=True)\n"
+        "assert [(i.id, i.error) for i in second] == [('again/Env-v0', None)], second\n"
+        "print('ok')"
+    )
+    out = _run(["-c", code], tmp_path)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
