@@ -351,7 +351,8 @@ class Env(gymnasium.Env[list[dict[str, Any]], dict[str, Any] | str]):
         }
         st.messages.append(note)
         st.parse_errors += 1
-        truncated = st.turn >= self.max_turns
+        already_done = st.done  # it failed after the episode had ended: end it here too
+        truncated = already_done or st.turn >= self.max_turns
         info: dict[str, Any] = {
             "turn": st.turn,
             "tool_calls": 0,
@@ -365,7 +366,8 @@ class Env(gymnasium.Env[list[dict[str, Any]], dict[str, Any] | str]):
         if truncated:
             st.done = True
             info["final_answer"] = None
-            self._finish(st, None, info)
+            if not already_done:
+                self._finish(st, None, info)
         return [note], 0.0, False, truncated, info
 
     # ---- helpers --------------------------------------------------------------------------

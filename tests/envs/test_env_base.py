@@ -323,3 +323,15 @@ def test_an_env_without_env_id_is_named_by_its_class_in_the_oracle_error():
     ctx = EpisodeContext(task=env.state.task, env=env)
     [gen] = OraclePolicy().generate([msgs], [[]], [ctx])
     assert gen.error == "env NoVerifierEnv has no oracle"
+
+
+def test_a_failure_after_the_episode_ended_still_ends_it():
+    env = DoubleEnv()
+    env.reset(seed=0)
+    # make the end-of-episode bookkeeping fail after `done` is set
+    env._finish = lambda st, answer, info: (_ for _ in ()).throw(RecursionError("deep"))
+    _, reward, term, trunc, info = env.step(call("submit", {"value": 4}))
+    assert (term or trunc) and env.state.done and reward == 0.0
+    assert info["env_error"].startswith("RecursionError")
+    with pytest.raises(RuntimeError, match="episode is over"):
+        env.step("again")
