@@ -40,7 +40,7 @@ test: install vllm-venv
 	RANKGYM_VLLM_PYTHON=$(VLLM_PY) RANKGYM_VLLM_REQUIRED=1 $(VENV)/bin/pytest -q -ra
 
 test-vllm: install vllm-venv
-	RANKGYM_VLLM_PYTHON=$(VLLM_PY) RANKGYM_VLLM_REQUIRED=1 $(VENV)/bin/pytest -q -ra -m vllm tests
+	RANKGYM_VLLM_PYTHON=$(VLLM_PY) RANKGYM_VLLM_REQUIRED=1 $(VENV)/bin/pytest -q -ra tests/vllm
 
 lint: install
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .

@@ -88,6 +88,10 @@ class VLLMPolicy:
         self._rng = random.Random(seed)
         self.tool_mode = pick_tool_mode(tokenizer, tool_mode)
         self.eos_ids = _eos_ids(tokenizer)
+        # leave room for the answer inside the server's context (it refuses longer requests)
+        window = next((m.get("max_model_len") for m in client.models() if m["id"] == model), None)
+        if window:
+            self.max_prompt_tokens = max(1, min(max_prompt_tokens, int(window) - max_new_tokens))
 
     def encode(self, messages: Messages, tools: Tools) -> tuple[list[int], list[str]]:
         """Prompt token ids, exactly as the embedded policy makes them (``render.prompt_ids``)."""
