@@ -1,14 +1,17 @@
-"""Held-out success curve of GRPO on ToolUse (easy calculator tasks) with the embedded model.
+"""Held-out success curve after the demo's SFT warm start: GRPO, or the same minutes of more SFT.
 
-Trains the `rankgym demo` setup (SmolLM2-135M + LoRA, 4 tasks x 6 samples per step, the
-embedded judge blended with the verifiable reward by default) for ``--steps`` steps and
-evaluates the adapter on the held-out test split every ``--eval-every`` steps: the same tasks
-and seeds each time, so the curve is paired with the base model (evaluated once, adapter off).
-Stops early when ``--minutes`` is used up (it says so in the output).
+Runs the `rankgym demo` setup (SmolLM2-135M + LoRA; SFT on oracle episodes of ToolUse
+lookup/units/dates, then GRPO on the hard multi-step tasks, the embedded judge blended with the
+verifiable reward by default) and evaluates on the held-out hard tasks: the base model (adapter
+off) and the SFT checkpoint once, then the adapter every ``--eval-every`` steps; the same tasks
+and seeds each time, so every point is paired. ``--arm sft-more`` spends the steps on more SFT
+(``--sft-per-step`` batches per step) instead of GRPO: the peer that says whether RL on the
+judge's scores beat more imitation. ``--reward judge|verifiable`` are the other arms. Stops early
+when ``--minutes`` is used up (it says so in the output).
 
-Run (CPU, <= 60 min):
-    HF_HUB_OFFLINE=1 RANKGYM_CACHE=/tmp/rgcache .venv/bin/python bench/learning.py \
-        --steps 30 --eval-every 5 --minutes 55
+Run (CPU, <= 60 min per arm):
+    HF_HUB_OFFLINE=1 .venv/bin/python bench/learning.py --steps 12 --eval-every 4 --minutes 55
+    HF_HUB_OFFLINE=1 .venv/bin/python bench/learning.py --arm sft-more --steps 12 --eval-every 4
 """
 
 from __future__ import annotations
@@ -28,10 +31,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument("--steps", type=int, default=30)
-    ap.add_argument("--eval-every", type=int, default=5)
-    ap.add_argument("--eval-tasks", type=int, default=20)
-    ap.add_argument("--eval-samples", type=int, default=4)
+    ap.add_argument("--steps", type=int, default=12)
+    ap.add_argument("--eval-every", type=int, default=4)
+    ap.add_argument("--eval-tasks", type=int, default=18)
+    ap.add_argument("--eval-samples", type=int, default=5)
+    ap.add_argument("--arm", default="grpo", choices=["grpo", "sft-more"])
+    ap.add_argument("--sft-steps", type=int, default=24, help="the warm start (as the demo)")
+    ap.add_argument("--sft-per-step", type=int, default=3, help="sft-more: SFT batches per step")
     ap.add_argument(
         "--reward", default="judge+verifiable", choices=["judge", "verifiable", "judge+verifiable"]
     )
@@ -52,7 +58,7 @@ def main() -> None:
     from rankgym.trainer.loop import Trainer
 
     shutil.rmtree(args.out, ignore_errors=True)
-    raw = demo_config(args.out, args.steps, args.reward, args.seed)
+    raw = demo_config(args.out, args.steps, args.reward, args.seed, args.sft_steps)
     raw["eval"].update(tasks=args.eval_tasks, samples=args.eval_samples)
     if args.lr:
         raw["optim"]["lr"] = args.lr
@@ -77,15 +83,33 @@ def main() -> None:
 
     base = evaluate("base", "base")
     print(f"base: {base['success']:.3f} {base['ci95']} n={base['n']}", flush=True)
-    curve = [{"step": 0, **_pick(base)}]
+    sft = evaluate("trained", "sft")
+    print(f"sft: {sft['success']:.3f} {sft['ci95']} n={sft['n']}", flush=True)
+    curve = [{"step": 0, **_pick(sft)}]
+    more = None
+    if args.arm == "sft-more":
+        from rankgym.envs.policies import TransformersPolicy
+        from rankgym.trainer.sft import conversations_for, render_rows, sft_train
+
+        more = render_rows(TransformersPolicy(tr.model, tr.tokenizer), conversations_for(cfg))
     history = []
     stopped_early = False
     for k in range(cfg.steps):
         if (time.perf_counter() - t0) / 60 > args.minutes:
             stopped_early = True
             break
-        m = tr.step(k)
-        history.append({key: m.get(key) for key in ("reward_mean", "verifiable_mean", "success_rate", "zero_variance_groups", "time_step_s")})  # fmt: skip
+        if more is not None:
+            st = sft_train(
+                tr.model, more, pad_id=tr.tokenizer.pad_token_id, steps=args.sft_per_step,
+                lr=cfg.sft.lr, batch_size=cfg.sft.batch_size, warmup_steps=0, bf16=tr.bf16,
+                seed=cfg.seed + k + 1,
+            )  # fmt: skip
+            history.append({"sft_loss": st.loss_last, "time_step_s": st.seconds})
+            m = None
+        else:
+            m = tr.step(k)
+        if m is not None:
+            history.append({key: m.get(key) for key in ("reward_mean", "verifiable_mean", "success_rate", "zero_variance_groups", "time_step_s")})  # fmt: skip
         if (k + 1) % args.eval_every == 0 or k + 1 == cfg.steps:
             ev = evaluate("trained", f"step{k + 1}")
             curve.append({"step": k + 1, **_pick(ev)})
@@ -93,13 +117,15 @@ def main() -> None:
     best = max(curve[1:], key=lambda c: c["success"]) if len(curve) > 1 else curve[0]
     out = {
         "settings": vars(args),
+        "arm": args.arm,
         "reward": args.reward,
         "steps_done": len(history),
         "stopped_early_for_time": stopped_early,
-        "base": curve[0],
+        "base": _pick(base),
+        "sft": curve[0],
         "curve": curve,
-        "final_minus_base_points": round(100 * (curve[-1]["success"] - curve[0]["success"]), 1),
-        "best_minus_base_points": round(100 * (best["success"] - curve[0]["success"]), 1),
+        "final_minus_sft_points": round(100 * (curve[-1]["success"] - curve[0]["success"]), 1),
+        "best_minus_sft_points": round(100 * (best["success"] - curve[0]["success"]), 1),
         "train_history": history,
         "store": cfg.store_path,
         "wall_min": round((time.perf_counter() - t0) / 60, 1),

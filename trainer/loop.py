@@ -204,25 +204,16 @@ class Trainer:
 
     def _warm_start(self) -> None:
         """Run the ``[sft]`` stage into ``<out>/sft`` (on resume: reuse the adapter it wrote)."""
-        from rankgym.trainer.sft import sft_stage
+        from rankgym.trainer.sft import warm_start
 
-        sft_dir = self.out / "sft"
-        weights = sft_dir / "adapter_model.safetensors"
-        if self.resume and weights.is_file():
-            if ckpt.latest_checkpoint(self.out) is None:  # else the checkpoint overrides it
-                from peft import set_peft_model_state_dict
-                from safetensors.torch import load_file
-
-                set_peft_model_state_dict(self.model, load_file(str(weights)))
-            self.sft_summary = json.loads((sft_dir / "meta.json").read_text()).get("sft")
-            self.echo(f"resume: reusing the SFT warm start in {sft_dir}")
-            return
         self._phase_threads({}, "sft")
-        self.sft_summary = sft_stage(
+        self.sft_summary = warm_start(
             self.cfg,
             self.model,
             self.tokenizer,
-            sft_dir,
+            self.out / "sft",
+            reuse=self.resume,
+            load=ckpt.latest_checkpoint(self.out) is None,
             bf16=self.bf16,
             progress=self.progress,
             echo=self.echo,

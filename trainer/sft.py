@@ -50,6 +50,7 @@ __all__ = [
     "render_rows",
     "sft_train",
     "store_conversations",
+    "warm_start",
 ]
 
 Rows = list[tuple[list[int], list[int]]]
@@ -384,3 +385,31 @@ def sft_stage(
         f"{stats.loss_last:.3f}; adapter {out}"
     )
     return summary
+
+
+def warm_start(
+    cfg: Any,
+    model: Any,
+    tokenizer: Any,
+    sft_dir: Path,
+    *,
+    reuse: bool,
+    load: bool,
+    bf16: bool = False,
+    progress: bool = False,
+    echo: Callable[[str], None] | None = None,
+) -> dict[str, Any] | None:
+    """The trainer's ``[sft]`` stage: with ``reuse`` and an adapter already in ``sft_dir``, load
+    it into ``model`` (when ``load``: no GRPO checkpoint overrides it) and return its summary;
+    else run :func:`sft_stage` into ``sft_dir``."""
+    weights = sft_dir / "adapter_model.safetensors"
+    if reuse and weights.is_file():
+        if load:
+            from peft import set_peft_model_state_dict
+            from safetensors.torch import load_file
+
+            set_peft_model_state_dict(model, load_file(str(weights)))
+        if echo:
+            echo(f"resume: reusing the SFT warm start in {sft_dir}")
+        return json.loads((sft_dir / "meta.json").read_text()).get("sft")
+    return sft_stage(cfg, model, tokenizer, sft_dir, bf16=bf16, progress=progress, echo=echo)

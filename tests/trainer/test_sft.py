@@ -138,3 +138,26 @@ def test_sft_command_writes_an_adapter_and_train_continues_from_its_sft_stage(
     live = get_peft_model_state_dict(t.model)
     assert saved and all(torch.equal(live[k], v) for k, v in saved.items())  # GRPO starts here
     t.store.close()
+
+
+def test_a_resumed_run_reuses_the_sft_adapter_instead_of_training_again(tmp_path: Path):
+    from peft import LoraConfig, get_peft_model, get_peft_model_state_dict
+
+    from rankgym.trainer.sft import warm_start
+
+    def lora_model():
+        model, tok = tiny_model(seed=3)
+        cfg = LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM")  # fmt: skip
+        return get_peft_model(model, cfg), tok
+
+    cfg = validate_config(
+        {"env": {"kwargs": HARD}, "sft": {"steps": 2, "batch_size": 2, "tasks": 2}}, TrainConfig
+    )
+    model, tok = lora_model()
+    first = warm_start(cfg, model, tok, tmp_path / "sft", reuse=True, load=True)
+    assert first["steps"] == 2
+    again, tok = lora_model()  # a fresh process: LoRA B starts at zero
+    second = warm_start(cfg, again, tok, tmp_path / "sft", reuse=True, load=True)
+    assert second == first
+    a, b = get_peft_model_state_dict(model), get_peft_model_state_dict(again)
+    assert all(torch.equal(a[k], b[k]) for k in a)
