@@ -39,6 +39,7 @@ def _train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")  # fmt: skip
     p.add_argument("--store", metavar="PATH", help="SQLite store (default: config's store, else OUT/store.db)")  # fmt: skip
     p.add_argument("--out", metavar="DIR", help="output dir for checkpoints and the adapter (default: config's out_dir)")  # fmt: skip
+    p.add_argument("--force", action="store_true", help="train even if the judge-check finds the judge cannot tell good from bad")  # fmt: skip
 
 
 def _train_run(args: argparse.Namespace) -> dict[str, Any]:
@@ -55,6 +56,7 @@ def _train_run(args: argparse.Namespace) -> dict[str, Any]:
         progress=not args.quiet,
         echo=_echo(args),
         adapt_threads=True,
+        force=args.force,
     )
     summary = trainer.run()
     if not args.json:

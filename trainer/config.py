@@ -78,6 +78,9 @@ class JudgeSection(_Section):
     """Server URL for self-hosted judges (``hosted_vllm/``, ``ollama/``); stored in the spec."""
     context_window: int | None = Field(None, ge=256, le=10_000_000)
     max_tokens: int | None = Field(None, ge=16, le=1_000_000)
+    check_groups: int = Field(4, ge=0, le=200)
+    """Calibration groups of the judge-check run before training on the judge (0 skips it;
+    cached per judge spec). See ``rankgym.trainer.preflight``."""
 
 
 class RewardSection(_Section):

@@ -46,6 +46,7 @@ from rankgym.model import enable_checkpointing, set_torch_threads, use_bf16
 from rankgym.trainer import checkpoint as ckpt
 from rankgym.trainer.config import TrainConfig
 from rankgym.trainer.grpo import Sample, group_advantages, grpo_update, trajectory_rows
+from rankgym.trainer.preflight import judge_preflight
 from rankgym.trainer.rewards import blend_reward, step_metrics, step_rewards
 from rankgym.trainer.setup import (
     build_lora_model,
@@ -93,6 +94,7 @@ class Trainer:
         echo: Any = None,
         adapt_threads: bool = False,
         init_adapter: str | Path | None = None,
+        force: bool = False,
     ) -> None:
         if out_dir:
             cfg = cfg.model_copy(update={"out_dir": out_dir})
@@ -104,6 +106,9 @@ class Trainer:
         self.progress = progress
         self.adapt_threads = adapt_threads
         self.init_adapter = Path(init_adapter) if init_adapter else None
+        self.force = force
+        """Train even when the judge-check says the judge cannot judge (``--force``)."""
+        self.judge_check: dict[str, Any] | None = None
         self.echo = echo or (lambda msg: log.info("%s", msg))
         if cfg.loss.importance_sampling_level == "sequence" and cfg.loss.type != "grpo":
             log.warning(
@@ -169,6 +174,7 @@ class Trainer:
         cfg = self.cfg
         self._preflight()
         max_turns = self._check_env()
+        self.judge_check = judge_preflight(self.cfg, self.spec, force=self.force, echo=self.echo)
         self._build_model()
         self.optimizer, self.scheduler = make_optimizer(self.model, cfg)
         self.bf16 = use_bf16(cfg.optim.bf16, cfg.policy.device)
@@ -176,6 +182,8 @@ class Trainer:
         self.out.mkdir(parents=True, exist_ok=True)
         self.run_id = self._run_identity()
         self.store = Store(cfg.store_path)
+        if self.judge_check is not None:
+            ckpt.write_json_atomic(self.out / "judge_check.json", self.judge_check)
         self.store.create_run(
             name=self.run_id, kind="train", config=cfg.model_dump(mode="json"), run_id=self.run_id
         )
@@ -469,6 +477,7 @@ class Trainer:
             "steps_run": len(history),
             "start_step": self.start_step,
             "reward": cfg.reward.kind,
+            "judge_check": self.judge_check,
             "reward_first": rewards[0] if rewards else None,
             "reward_last": rewards[-1] if rewards else None,
             "no_signal_steps": sum(bool(m["no_signal"]) for m in history),
