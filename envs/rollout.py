@@ -39,6 +39,7 @@ from typing import Any
 
 from rankgym.envs.policies import EpisodeContext, Generation, Policy, derive_seed
 from rankgym.envs.rollout_report import RolloutResult, error_kind, error_lines, summarize
+from rankgym.errors import StoreBusy
 from rankgym.terminal import printable
 from rankgym.types import Group, Message, Trajectory, Turn, content_hash
 
@@ -409,6 +410,8 @@ class _StoreWriter:
     def __call__(self, group: Group) -> None:
         try:
             self.store.put_group(group)
+        except StoreBusy:
+            raise  # another writer holds the file: every next group would wait as long
         except Exception as e:
             self._in_a_row += 1
             error = f"{type(e).__name__}: {error_kind(str(e))}"

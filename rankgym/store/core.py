@@ -25,6 +25,7 @@ from rankgym.store.rows import (
     insert_group,
     insert_judgement,
     judgement_from_row,
+    loads,
     score_from_row,
     trajectory_from_row,
 )
@@ -61,7 +62,7 @@ class Store(StoreFile):
         """Every run, oldest first: ``id``, ``name``, ``kind``, ``config`` (dict), ``created_at``."""
         rows = self.query("SELECT * FROM runs ORDER BY created_at")
         for r in rows:
-            r["config"] = json.loads(r["config"])
+            r["config"] = loads(r["config"], f"run {r['id']!r}: config")
         return rows
 
     def log_step(self, run_id: str, step: int, metrics: dict[str, Any]) -> None:
@@ -78,7 +79,7 @@ class Store(StoreFile):
         """A run's training steps in order: ``run_id``, ``step``, ``metrics`` (dict), ``created_at``."""
         rows = self.query("SELECT * FROM steps WHERE run_id = ? ORDER BY step", (run_id,))
         for r in rows:
-            r["metrics"] = json.loads(r["metrics"])
+            r["metrics"] = loads(r["metrics"], f"step {r['step']} of run {run_id!r}: metrics")
         return rows
 
     def _ensure_run(self, run_id: str) -> None:
@@ -271,7 +272,10 @@ class Store(StoreFile):
             "SELECT value FROM judge_cache WHERE spec_hash = ? AND group_hash = ?",
             (spec_hash, group_hash),
         )
-        return json.loads(rows[0]["value"]) if rows else None
+        try:
+            return json.loads(rows[0]["value"]) if rows else None
+        except ValueError:
+            return None  # a damaged cache entry is a miss: the judge asks again
 
     def cache_put(self, spec_hash: str, group_hash: str, value: dict[str, Any]) -> None:
         """Cache a judge reply for (spec, group content), replacing an older one."""
@@ -343,7 +347,7 @@ class Store(StoreFile):
         where = ("WHERE " + " AND ".join(clauses)) if clauses else ""
         rows = self.query(f"SELECT * FROM human_rankings {where} ORDER BY created_at, id", params)
         for r in rows:
-            r["ranking"] = json.loads(r["ranking"])
+            r["ranking"] = loads(r["ranking"], f"ranking {r['id']} of group {r['group_id']!r}")
             r["blind"] = bool(r["blind"])
             r["skipped"] = bool(r["skipped"])
         return rows

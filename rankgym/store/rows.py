@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError
 
+from rankgym.errors import StoreError
 from rankgym.types import (
     Group,
     Judgement,
@@ -156,6 +157,14 @@ def insert_group(c: sqlite3.Connection, g: Group) -> None:
         )
     if g.judgement is not None:
         insert_judgement(c, g.judgement)
+
+
+def loads(text: str, where: str) -> Any:
+    """``json.loads`` of a stored JSON column; a damaged value is a StoreError naming ``where``."""
+    try:
+        return json.loads(text)
+    except (ValueError, TypeError) as e:
+        raise StoreError(f"{where} holds damaged JSON ({e}); it was written by another tool") from e
 
 
 def search_text(messages_json: str) -> str:

@@ -55,6 +55,7 @@ def _bad_stores(root: Path) -> dict[str, tuple[Path, str]]:
         "truncated": (root / "cut.db", "damaged"),
         "header only": (root / "header.db", "damaged"),
         "future schema": (future, "newer than this rankgym"),
+        "under a file": (root / "junk.db" / "s.db", "is a file, not a folder"),
     }
 
 
@@ -85,10 +86,13 @@ def test_every_unusable_store_is_one_line_and_exit_2_in_every_command(tmp_path, 
             err = capsys.readouterr().err.strip()
             assert err.startswith(f"rankgym {command}: error: "), (name, command, err)
             assert "\n" not in err and "Traceback" not in err
-            if command in ("rollout", "export") or name not in ("directory",):
+            if name == "under a file" and command != "rollout":
+                assert "does not exist" in err  # commands that only read never create it
+            elif command in ("rollout", "export") or name != "directory":
                 assert words in err, (name, command, err)
         with pytest.raises(StoreError):
             Store(path)
+    assert not (tmp_path / "junk.db").is_dir()  # nothing was created on the way
 
 
 def test_a_damaged_store_raises_store_errors_not_sqlite_errors(tmp_path):
@@ -247,3 +251,18 @@ def test_a_row_that_is_not_json_is_skipped_by_export_and_named(store_path, tmp_p
     assert summary["records"] == 2 and summary["skipped_groups"] == 1
     assert summary["skipped"][0]["group_id"] == groups[1].id
     assert len(out.read_text().splitlines()) == 2
+
+
+def test_damaged_json_in_other_rows_is_a_store_error_or_a_cache_miss(store_path):
+    s = Store(store_path)
+    run = s.create_run(run_id="r", config={"a": 1})
+    s.log_step(run, 0, {"loss": 1.0})
+    s.cache_put("spec", "group", {"scores": []})
+    s.conn.execute("UPDATE runs SET config = '{not json'")
+    s.conn.execute("UPDATE steps SET metrics = '['")
+    s.conn.execute("UPDATE judge_cache SET value = 'nan nan'")
+    with pytest.raises(StoreError, match="run 'r': config holds damaged JSON"):
+        s.runs()
+    with pytest.raises(StoreError, match="step 0 of run 'r': metrics holds damaged JSON"):
+        s.steps("r")
+    assert s.cache_get("spec", "group") is None

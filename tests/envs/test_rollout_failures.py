@@ -14,7 +14,7 @@ import pytest
 from rankgym.cli import main
 from rankgym.envs.policies import OraclePolicy
 from rankgym.envs.rollout import MAX_FAILED_IN_A_ROW, error_lines, rollout_to_store
-from rankgym.errors import StoreError
+from rankgym.errors import StoreBusy, StoreError
 from rankgym.store import Store
 
 ENV = "rankgym/ToolUse-v0"
@@ -127,3 +127,16 @@ def test_the_text_summary_names_the_errors(capsys, store_path, monkeypatch):
     out = capsys.readouterr().out
     assert "8 x policy.generate: RuntimeError: \\x1b[2Jmodel server went away" in out
     assert "\x1b" not in out
+
+
+def test_a_store_locked_by_another_writer_stops_the_rollout_at_once(store_path):
+    class Locked(RefusingStore):
+        def put_group(self, group):
+            raise StoreBusy("store stayed locked by another process for 120s")
+
+    store = Store(store_path)
+    with pytest.raises(StoreBusy):
+        rollout_to_store(
+            Locked(store), ENV, OraclePolicy(), run_id="r", n_tasks=4, group_size=1,
+            progress=False, max_concurrent=1,
+        )  # fmt: skip
