@@ -9,6 +9,8 @@
   schema) is refused at open with one :class:`StoreError` line; an ``sqlite3`` error found
   later (a damaged page) becomes a StoreError too. Text that is not valid UTF-8 is read with
   U+FFFD in place of the bad bytes and counted in ``repaired_texts``.
+- A read-only store in a read-only folder (SQLite cannot create its ``-shm`` file there) is
+  read as immutable when no ``-wal`` file shows a writer at work.
 
 What it does not do: no data methods (see ``core.Store``), no connection pool: one
 connection per ``StoreFile``, shared by threads under a lock.
