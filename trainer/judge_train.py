@@ -13,7 +13,8 @@ The recipe (CompassJudger-2, cut to what a 135M model on a CPU can use):
 3. **Loss** (:func:`judge_losses`): ``lambda_sft * CE(answer tokens of kept samples)`` +
    ``lambda_margin * mean(max(0, gamma - logp(correct) + logp(wrong)))``, where both
    log-probabilities are full-vocabulary log-softmax values at the decision position.
-4. A LoRA on every linear layer, AdamW, bf16 autocast on CPU; a checkpoint (adapter, optimizer,
+4. A LoRA on every linear layer of the last ``lora_layers`` layers, AdamW, bf16 autocast on
+   CPU, batches of similar length (:func:`length_batches`); a checkpoint (adapter, optimizer,
    position) every ``checkpoint_every`` steps, written to a temp dir then ``os.replace``d, so a
    crash loses at most that many steps and a rerun resumes. The final adapter is a standard
    peft adapter plus ``judge_train.json`` (base, prompt format, choices).
@@ -184,7 +185,9 @@ def rejection_sample(
     """
     import torch
 
-    from rankgym.judges.pair_judge import decision_logprobs
+    from rankgym.judges.pair_judge import choice_ids, decision_logprobs
+
+    a_id, _ = choice_ids(tok)
 
     end = tok.convert_tokens_to_ids("<|im_end|>")
     end = end if isinstance(end, int) and end >= 0 else tok.eos_token_id
@@ -198,7 +201,8 @@ def rejection_sample(
         draws = torch.multinomial(probs, cfg.samples, replacement=True, generator=gen)
         kept = []
         for ex, d in zip(chunk, draws, strict=True):
-            ex.hits = int((d == 0).sum())  # column 0 is the correct verdict
+            col = 0 if ex.correct == a_id else 1  # columns are (A, B)
+            ex.hits = int((d == col).sum())
             if ex.hits:
                 kept.append(ex)
         for ex in chunk:
@@ -349,15 +353,18 @@ def train_judge(
     import time
 
     started = time.monotonic()
+    batches_by_epoch: dict[int, list[list[int]]] = {}
     for step in range(state["step"], total):
         if cfg.max_train_seconds is not None and time.monotonic() - started > cfg.max_train_seconds:
             state["stopped_early"] = True
             save_checkpoint(model, optimizer, {**state, "fingerprint": fingerprint}, ckpt)
             break
         epoch, k = divmod(step, steps_per_epoch)
-        order = list(range(len(examples)))
-        random.Random(cfg.seed * 1000 + epoch).shuffle(order)
-        chunk = [examples[i] for i in order[k * cfg.batch_size : (k + 1) * cfg.batch_size]]
+        if epoch not in batches_by_epoch:
+            batches_by_epoch[epoch] = length_batches(
+                examples, cfg.batch_size, cfg.seed * 1000 + epoch
+            )
+        chunk = [examples[i] for i in batches_by_epoch[epoch][k]]
         batch = build_batch(chunk, pad)
         with _autocast(model, cfg.bf16):
             out = model(
@@ -385,6 +392,21 @@ def train_judge(
         bar.close()
     model.eval()
     return state["log"]
+
+
+def length_batches(examples: list[Example], batch_size: int, seed: int) -> list[list[int]]:
+    """Batches of indices of similar length (less padding), in a seeded random order.
+
+    Lengths are jittered by a seeded random fraction before sorting, so batch membership
+    changes between epochs; every example appears exactly once.
+    """
+    rng = random.Random(seed)
+    keyed = sorted(
+        range(len(examples)), key=lambda i: len(examples[i].context) * (1 + 0.2 * rng.random())
+    )
+    batches = [keyed[i : i + batch_size] for i in range(0, len(keyed), batch_size)]
+    rng.shuffle(batches)
+    return batches
 
 
 def save_adapter(model: Any, out: Path, meta: dict[str, Any]) -> Path:

@@ -87,3 +87,40 @@ def test_margin_gradient_raises_the_correct_verdict_and_lowers_the_wrong_one():
         float(g[4]), 1.0, abs_tol=1e-6
     )
     assert float(logits.grad[0, 0].abs().sum() + logits.grad[0, 2].abs().sum()) == 0.0
+
+
+class _AlwaysA(torch.nn.Module):
+    """A stand-in judge whose next token is always `` A`` (id 330), whatever the prompt."""
+
+    def __init__(self, a: int = 330) -> None:
+        super().__init__()
+        self.a = a
+        self.w = torch.nn.Parameter(torch.zeros(1))
+
+    def forward(self, input_ids, attention_mask=None, position_ids=None, logits_to_keep=0):
+        logits = torch.full((*input_ids.shape, 400), -20.0)
+        logits[..., self.a] = 20.0
+        return type("Out", (), {"logits": logits[:, -1:] if logits_to_keep else logits})()
+
+
+def test_rejection_sampling_keeps_only_presentations_whose_correct_verdict_was_sampled():
+    from rankgym.trainer.judge_train import JudgeTrainConfig, rejection_sample
+
+    _, tok = tiny_model()
+    a, b = 330, 389
+    exs = [Example("a-right", [1, 2, 3], a, b), Example("b-right", [1, 2, 3], b, a)]
+    rejection_sample(_AlwaysA(a), tok, exs, JudgeTrainConfig(samples=5, reason_tokens=0))
+    assert (exs[0].hits, exs[1].hits) == (5, 0)
+    end = tok.convert_tokens_to_ids("<|im_end|>")
+    assert exs[0].answer == [a, end]  # kept: the verdict is an SFT target
+    assert exs[1].answer == []  # never right: margin loss only
+
+
+def test_length_batches_cover_every_example_once_with_similar_lengths():
+    from rankgym.trainer.judge_train import length_batches
+
+    exs = [Example(str(i), [0] * (10 + 100 * (i % 4)), 1, 2) for i in range(16)]
+    batches = length_batches(exs, 4, seed=1)
+    assert sorted(i for bt in batches for i in bt) == list(range(16))
+    assert all(len({len(exs[i].context) for i in bt}) == 1 for bt in batches)
+    assert length_batches(exs, 4, seed=1) == batches != length_batches(exs, 4, seed=2)
