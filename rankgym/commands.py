@@ -23,7 +23,7 @@ def _export(args: argparse.Namespace) -> dict[str, Any]:
         result = store.export(args.out, args.format)
     skipped = [{"group_id": gid, "reason": why} for gid, why in result.skipped]
     if not args.json:
-        print(f"wrote {result.records} {result.unit} to {args.out} ({args.format})")
+        print(f"wrote {result.records} {result.unit} to {printable(args.out)} ({args.format})")
         for s in skipped[:20]:
             print(
                 f"skipped group {printable(s['group_id'], True)}: {printable(s['reason'], True)}",
