@@ -9,9 +9,11 @@ writes messages as compact one-line records instead of JSON objects (see
 ``litellm.token_counter`` for ``--model`` (exact for OpenAI models).
 
 Groups: ``--groups`` tasks of ``--env``, each with ``--group-size`` trajectories from the
-env's oracle with increasing noise (per-turn probability of a random tool call instead of the
-oracle's next step: 0, then evenly up to 1 = the random policy), so groups are varied the way
-sampled policies are: some read the same emails, some wander, some give up early.
+env's oracle with increasing noise (``oracle~P``: per-turn probability of a random tool call
+instead of the oracle's next step: 0, then evenly up to 1 = the random policy; the calibration
+groups of ``rankgym judge-check``), so groups are varied the way sampled policies are: some
+read the same emails, some wander, some give up early. ``--identical``: every trajectory is
+the noiseless oracle's. Our request shows identical trajectories once, as the judge does.
 
     .venv/bin/python bench/judge_tokens.py --env rankgym/EmailSearch-v0 --groups 50
 
@@ -23,24 +25,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import statistics
 import sys
 import time
-from collections.abc import Sequence
 from textwrap import dedent
 from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from rankgym.envs.policies import (  # noqa: E402
-    EpisodeContext,
-    Generation,
-    RandomPolicy,
-    derive_seed,
-)
+from rankgym.envs.policies import make_policy  # noqa: E402
 from rankgym.envs.rollout import rollout_groups  # noqa: E402
+from rankgym.judges.check import CheckConfig, calibration_groups  # noqa: E402
 from rankgym.judges.prompt import build_prompt, count_tokens, default_rubric, twins  # noqa: E402
 from rankgym.types import Group  # noqa: E402
 
@@ -85,71 +81,19 @@ def ruler_messages(group: Group, rubric: str) -> list[dict[str, str]]:
     return [{"role": "system", "content": judge_prompt}, {"role": "user", "content": user_text}]
 
 
-class NoisyOracle:
-    """The env's oracle with noise: each turn, with probability ``noise``, a random tool call
-    (random tool, random arguments) instead of the oracle's next step; ``noise=1`` is the plain
-    random policy (random calls or random text, which ends the episode)."""
-
-    def __init__(self, noise: float, seed: int = 0) -> None:
-        self.noise = noise
-        self.name = f"oracle~{noise:.2f}"
-        self.random = RandomPolicy(seed=seed, p_tool=1.0 if noise < 1 else 0.5)
-        self.steps: dict[int | None, int] = {}  # oracle steps taken, per episode seed
-
-    def generate(
-        self, batch: list[Any], tools: list[Any], contexts: Sequence[EpisodeContext] | None = None
-    ) -> list[Generation]:
-        out = []
-        for i, messages in enumerate(batch):
-            ctx = contexts[i] if contexts else None
-            rng = random.Random(
-                derive_seed("noise", ctx.seed if ctx else i, ctx.turn if ctx else 0)
-            )
-            script = (ctx.env.oracle(ctx.task) or []) if ctx is not None and ctx.env else []
-            if not script or rng.random() < self.noise:
-                out += self.random.generate([messages], [tools[i]], [ctx] if ctx else None)
-                continue
-            key = ctx.seed if ctx else None
-            k = min(self.steps.get(key, 0), len(script) - 1)
-            self.steps[key] = k + 1
-            msg = dict(script[k], role="assistant")
-            out.append(Generation(message=msg, policy=self.name, text=msg.get("content") or ""))
-        return out
-
-
 def make_groups(
     env: str, n_groups: int, group_size: int, seed: int, identical: bool = False
 ) -> list[Group]:
-    """``n_groups`` groups of ``group_size`` trajectories, noise 0 .. 1 within each group
-    (``identical``: every trajectory is the noiseless oracle's, so all are the same)."""
-    import gymnasium
-
-    e = gymnasium.make(env).unwrapped
-    tasks = [t.id for t in e.tasks("train")]
-    task_ids = random.Random(seed).sample(tasks, min(n_groups, len(tasks)))
-    noises = [0.0 if identical else k / max(1, group_size - 1) for k in range(group_size)]
-    per_noise = [
-        rollout_groups(
-            env,
-            NoisyOracle(nz, seed + k),
-            task_ids=task_ids,
-            group_size=1,
-            seed=seed + k,
-            run_id=f"bench-noise{k}",
-            progress=False,
+    """``n_groups`` calibration groups of ``group_size`` (``rankgym judge-check``'s: slot k is
+    the oracle with noise k/(G-1)); ``identical``: every slot is the noiseless oracle."""
+    if identical:
+        policy = make_policy(",".join(["oracle~0"] * group_size), seed=seed)
+        return rollout_groups(
+            env, policy, n_tasks=n_groups, group_size=group_size, seed=seed,
+            run_id="bench-identical", progress=False,
         )  # fmt: skip
-        for k, nz in enumerate(noises)
-    ]
-    groups = []
-    for parts in zip(*per_noise, strict=True):
-        assert len({p.task_id for p in parts}) == 1
-        trajs = [p.trajectories[0] for p in parts]
-        groups.append(
-            Group(
-                id=parts[0].id, env_id=parts[0].env_id, task_id=parts[0].task_id, trajectories=trajs
-            )
-        )
-    return groups
+    cfg = CheckConfig(env_id=env, groups=n_groups, group_size=group_size, seed=seed)
+    return calibration_groups(cfg)
 
 
 def judge_quality(groups: list[Group], model: str) -> dict[str, Any]:
