@@ -18,6 +18,8 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_store import make_group
 
 from rankgym.cli import main
@@ -266,3 +268,24 @@ def test_damaged_json_in_other_rows_is_a_store_error_or_a_cache_miss(store_path)
     with pytest.raises(StoreError, match="step 0 of run 'r': metrics holds damaged JSON"):
         s.steps("r")
     assert s.cache_get("spec", "group") is None
+
+
+def test_printable_escapes_what_can_drive_a_terminal_and_keeps_the_rest():
+    from rankgym.terminal import printable
+
+    assert printable("a\x1b[31mb\x07\x9b\u202e\ud800") == "a\\x1b[31mb\\x07\\x9b\\u202e\\ud800"
+    assert printable("line1\nline2\tx") == "line1\nline2\tx"
+    assert printable("line1\nline2\tx", one_line=True) == "line1\\nline2\\tx"
+    assert printable("héllo 世界 🙂 — ok") == "héllo 世界 🙂 — ok"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.characters(exclude_categories=())))
+def test_printable_output_never_holds_a_control_character(text):
+    import unicodedata
+
+    from rankgym.terminal import printable
+
+    out = printable(text, one_line=True)
+    assert not any(unicodedata.category(c) in ("Cc", "Cs") for c in out)
+    assert "\u202e" not in out and "\u2066" not in out
