@@ -18,6 +18,7 @@ connection per ``StoreFile``, shared by threads under a lock.
 
 from __future__ import annotations
 
+import logging
 import os
 import random
 import sqlite3
@@ -34,6 +35,7 @@ from rankgym.store.rows import TextSafe, clean_params
 from rankgym.store.schema import SCHEMA_VERSION, apply_migrations, user_version
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 def _is_busy(e: sqlite3.OperationalError) -> bool:
@@ -132,11 +134,18 @@ class StoreFile:
             self.conn.execute("PRAGMA synchronous = NORMAL")
             self._migrate()
         elif version < SCHEMA_VERSION:
-            raise StoreError(
-                f"store {str(self.path)!r} has schema version {version} (current "
-                f"{SCHEMA_VERSION}); open it once read-write (any rankgym write command) "
-                "to migrate it."
+            if not (os.access(self.path, os.W_OK) and os.access(self.path.parent, os.W_OK)):
+                raise StoreError(
+                    f"store {str(self.path)!r} has schema version {version} (current "
+                    f"{SCHEMA_VERSION}) and is not writable here; open it once read-write "
+                    "(any rankgym write command, as its owner) to migrate it."
+                )
+            # A reader after a rankgym upgrade: migrate once (a short read-write open), then
+            # go on read-only, so the dashboard never refuses a store the trainer wrote.
+            log.info(
+                "store %s: schema %d -> %d (one-time upgrade)", self.path, version, SCHEMA_VERSION
             )
+            StoreFile(self.path, busy_seconds=self.busy_seconds).close()
         # A file that is SQLite but damaged inside often reads its first page fine.
         self._retry(lambda: self.conn.execute("SELECT count(*) FROM sqlite_master").fetchone())
 

@@ -25,7 +25,7 @@ from test_store import make_group
 from rankgym.cli import main
 from rankgym.config import ConfigError, load_config
 from rankgym.errors import RankgymError, StoreError, UserError
-from rankgym.store import Store
+from rankgym.store import MIGRATIONS, Store
 from rankgym.types import Message
 
 RANKGYM = [sys.executable, "-m", "rankgym.cli"]
@@ -128,6 +128,12 @@ def test_a_read_only_store_can_be_read_and_refuses_writes_clearly():
         folder = root / "ro"
         folder.mkdir()
         store = _good_store(folder / "s.db", groups=3)
+        old = folder / "old.db"
+        with sqlite3.connect(old) as c:
+            for script in MIGRATIONS[:3]:
+                c.executescript(script)
+            c.execute("PRAGMA user_version = 3")
+        old.chmod(0o444)
         store.chmod(0o444)
         for extra in folder.glob("s.db-*"):
             extra.unlink()
@@ -149,6 +155,8 @@ def test_a_read_only_store_can_be_read_and_refuses_writes_clearly():
                     "--tasks", "1", "--store", str(store))  # fmt: skip
         assert write.returncode == 2 and "Traceback" not in write.stderr
         assert "is read-only" in write.stderr
+        stale = run("export", "--store", str(old), "--out", str(out / "o.jsonl"))
+        assert stale.returncode == 2 and "is not writable here" in stale.stderr
     finally:
         subprocess.run(["chmod", "-R", "u+w", str(root)], check=False)
         shutil.rmtree(root, ignore_errors=True)
