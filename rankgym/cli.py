@@ -47,7 +47,11 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
     "rollout": ("rankgym.envs.commands", "ROLLOUT", "roll out groups of trajectories into a store"),
     "judge": ("rankgym.judges.commands", "JUDGE", "judge every unjudged group in a store"),
     "agreement": ("rankgym.judges.commands", "AGREEMENT", "judge vs human/verifier agreement"),
-    "judge-check": ("rankgym.judges.check_command", "JUDGE_CHECK", "measure whether a judge tells good from bad"),
+    "judge-check": (
+        "rankgym.judges.check_command",
+        "JUDGE_CHECK",
+        "measure whether a judge tells good from bad",
+    ),
     "judge-train": ("rankgym.judges.judge_train_command", "JUDGE_TRAIN", "train a judge LoRA"),
     "train": ("rankgym.trainer.commands", "TRAIN", "GRPO training from a TOML config"),
     "eval": ("rankgym.trainer.commands", "EVAL", "held-out success of base vs adapter"),
