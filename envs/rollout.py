@@ -35,13 +35,16 @@ import re
 import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rankgym.envs.policies import EpisodeContext, Generation, Policy, derive_seed
 from rankgym.envs.rollout_report import RolloutResult, error_kind, error_lines, summarize
 from rankgym.errors import StoreBusy
 from rankgym.terminal import printable
 from rankgym.types import Group, Message, Trajectory, Turn, content_hash
+
+if TYPE_CHECKING:
+    from rankgym.store import Store
 
 __all__ = [
     "EnvFactory",
@@ -401,7 +404,7 @@ def _trajectory(ep: _Episode, env_id: str) -> Trajectory:
 class _StoreWriter:
     """``on_group`` for ``rollout_to_store``: one group the store refuses is listed, not fatal."""
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: Store) -> None:
         self.store = store
         self.failed: list[dict[str, str]] = []
         self.stored: list[Group] = []
@@ -426,7 +429,7 @@ class _StoreWriter:
 
 
 def rollout_to_store(
-    store: Any,
+    store: Store,
     env: EnvSource,
     policy: Policy,
     *,
