@@ -1,4 +1,5 @@
-"""Property tests for the judge-reply parser (`rankgym.judges.parse`), with issue 16's cases."""
+"""The judge-reply parser (`rankgym.judges.parse`): examples, and property tests with issue 16's
+cases as fixed examples."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ import json
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from judge_fakes import answer
 
-from rankgym.judges.parse import JudgeOutputError, parse_judge_reply
+from rankgym.judges.parse import JudgeOutputError, parse_judge_output, parse_judge_reply
 
 LABELS = ["T1", "T2", "T3"]
 scores01 = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
@@ -96,3 +98,14 @@ def test_two_different_top_level_answers_are_rejected_and_two_equal_ones_accepte
 def test_scores_above_100_are_an_error_naming_the_range():
     with pytest.raises(JudgeOutputError, match="between 0 and 1"):
         parse_judge_reply(reply({"T1": 250, "T2": 0, "T3": 1}), LABELS)
+
+
+def test_parse_accepts_fences_prose_and_lists():
+    items = parse_judge_output("```json\n" + answer({"T1": 0.2, "T2": 0.4}) + "\n```", ["T1", "T2"])
+    assert items["T2"].score == 0.4
+    lst = json.dumps([{"trajectory_id": "t1", "score": "0.7"}, {"trajectory_id": "T2", "score": 1}])
+    items = parse_judge_output("The scores are " + lst + " thanks", ["T1", "T2"])
+    assert items["T1"].score == 0.7
+    for bad in ("", "no json", json.dumps({"scores": [{"trajectory_id": "T1", "score": "NaN"}]})):
+        with pytest.raises(ValueError):
+            parse_judge_output(bad, ["T1"])
