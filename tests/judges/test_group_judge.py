@@ -273,3 +273,18 @@ def test_identical_trajectories_are_shown_once_and_the_score_copied_to_twins(fak
     assert labels_in(fake.requests[0]) == ["T1", "T2"]
     assert j.score_map() == {"traj-0": 0.9, "traj-1": 0.9, "traj-2": 0.2, "traj-3": 0.9}
     assert j.presentations[0]["copies"] == {"traj-1": "traj-0", "traj-3": "traj-0"}
+
+
+def test_a_reply_that_crashes_the_parser_is_retried_and_never_cached(fake, store_path, monkeypatch):
+    import rankgym.judges.parse as parse
+
+    def boom(text, labels):
+        raise RecursionError("parser bug")
+
+    monkeypatch.setattr(parse, "_parse", boom)
+    fake.script = [answer({"T1": 0.9, "T2": 0.1})]
+    with Store(store_path) as store:
+        (j,) = run([make_group(2)], store=store)
+        assert j.status == "unjudged" and j.calls == FAST_RETRY.max_attempts
+        assert "could not be parsed" in j.error
+        assert store.query("SELECT COUNT(*) AS n FROM judge_cache")[0]["n"] == 0
