@@ -128,7 +128,7 @@ def format_check(r: dict[str, Any]) -> str:
         else "NOT shown to tell better from worse (the tau CI includes 0): do not train on it "
         "alone; try a stronger --judge, more --groups, or a blended reward"
     )
-    lines += ["", verdict, f"groups and judgements: {r['store']} (rankgym dashboard --store ...)"]
+    lines += ["", verdict, f"groups and judgements: rankgym dashboard --store {r['store']}"]
     for e in r.get("errors") or []:
         lines.append(f"  unjudged: {e}")
     return "\n".join(lines)
