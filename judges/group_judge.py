@@ -293,6 +293,13 @@ class GroupJudge:
         """
         t0 = time.perf_counter()
         ids = [t.id for t in group.trajectories]
+        if not ids:
+            return Judgement(
+                group_id=group.id,
+                spec_hash=self.spec_hash,
+                status="unjudged",
+                error="the group has no trajectories: nothing to judge",
+            )
         copies = twins(group.trajectories)
         shown = [i for i in ids if i not in copies]
         if orders is None:

@@ -101,6 +101,9 @@ def test_an_empty_group_is_stored_unjudged_and_the_others_are_judged(fake, store
     assert _judge(store_path, "--json", "-q") == 0
     out = json.loads(capsys.readouterr().out)
     assert (out["judged"], out["unjudged"]) == (1, 1)
+    with Store(store_path) as store:
+        errors = [j.error for j in store.judgements() if j.status != "ok"]
+        assert errors == ["the group has no trajectories: nothing to judge"]
 
 
 def test_json_output_is_only_json_for_a_model_litellm_has_no_price_for(
