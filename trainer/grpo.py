@@ -276,10 +276,15 @@ def grpo_update(
     s: UpdateSettings,
     pad_id: int,
     scheduler: Any = None,
+    shard: tuple[int, int] = (0, 1),
+    sync_grads: Any = None,
 ) -> UpdateStats:
     """One GRPO step (``num_iterations`` optimizer steps) on a step's samples.
 
     Returns stats; makes no optimizer step when no sample has a non-zero advantage (and beta is 0).
+    Data parallel (``distributed.py``): every rank passes *all* samples and ``shard=(rank,
+    world)``; it trains on its share with the global normalisers, and ``sync_grads(params)``
+    sums the gradients over ranks before clipping. Stats other than ``grad_norm`` are this rank's.
     """
     t0 = time.perf_counter()
     device = next(p for p in model.parameters()).device
@@ -290,9 +295,10 @@ def grpo_update(
     if not keep:
         st.seconds = time.perf_counter() - t0
         return st
+    mine = keep[shard[0] :: shard[1]]
     mbs = [
-        collate(keep[i : i + s.micro_batch_size], pad_id, device)
-        for i in range(0, len(keep), s.micro_batch_size)
+        collate(mine[i : i + s.micro_batch_size], pad_id, device)
+        for i in range(0, len(mine), s.micro_batch_size)
     ]
     amp = (
         torch.autocast(device_type=device.type, dtype=torch.bfloat16)
@@ -323,6 +329,8 @@ def grpo_update(
             st.tokens += int(mb.attention_mask.sum())
             st.completion_tokens += int(ms["tokens"])
         params = [p for p in model.parameters() if p.requires_grad]
+        if sync_grads is not None:
+            sync_grads(params)
         st.grad_norm = float(torch.nn.utils.clip_grad_norm_(params, s.max_grad_norm))
         optimizer.step()
         if scheduler is not None:

@@ -23,10 +23,12 @@ it reaches the same adapter as a run that was never interrupted (tested with SIG
 With ``adapt_threads`` the torch thread count is re-chosen from the free cores before each
 phase (rollout, judge, update, eval), so a run keeps its pace when the box gets busier or idler.
 
-What it does not do: no multi-GPU (single process; the policy is the trained peft model
-itself, so "loading the new adapter" is renaming it — ``_serve_adapter`` is the hook for
-backends that must load it), no evaluation-based early stopping, and no judge retries beyond
-what ``judges.group_judge`` does (an unjudged group gets no signal).
+Under ``accelerate launch`` the update is data-parallel (``distributed.py``: rank 0 rolls out,
+judges and writes; every rank trains on its share and gradients are summed). With ``[vllm]``
+``_serve_adapter`` publishes each step's adapter to the server (``adapter_sync.py``).
+
+What it does not do: no sharded rollouts or FSDP, no evaluation-based early stopping, and no
+judge retries beyond what ``judges.group_judge`` does (an unjudged group gets no signal).
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ from rankgym.envs.policies import TransformersPolicy, derive_seed
 from rankgym.model import enable_checkpointing, set_torch_threads, use_bf16
 from rankgym.trainer import checkpoint as ckpt
 from rankgym.trainer.config import TrainConfig
+from rankgym.trainer.distributed import from_env as dist_from_env
+from rankgym.trainer.distributed import rank_config
 from rankgym.trainer.grpo import Sample, group_advantages, grpo_update, trajectory_rows
 from rankgym.trainer.preflight import judge_preflight
 from rankgym.trainer.rewards import blend_reward, step_metrics, step_rewards
@@ -171,10 +175,16 @@ class Trainer:
         """Validate, load the model, then (only then) write run.json and open the store."""
         from rankgym.store import Store
 
-        cfg = self.cfg
+        self.dist = dist_from_env(self.cfg.policy.device)  # accelerate launch: one rank a device
+        self.cfg = cfg = rank_config(self.cfg, self.dist)
+        self.out = Path(cfg.out_dir)
         self._preflight()
         max_turns = self._check_env()
-        self.judge_check = judge_preflight(self.cfg, self.spec, force=self.force, echo=self.echo)
+        self.judge_check = None
+        if self.dist.main:  # the rollout, judge and its check are rank 0's
+            self.judge_check = judge_preflight(
+                self.cfg, self.spec, force=self.force, echo=self.echo
+            )
         self._build_model()
         self.optimizer, self.scheduler = make_optimizer(self.model, cfg)
         self.bf16 = use_bf16(cfg.optim.bf16, cfg.policy.device)
@@ -204,7 +214,7 @@ class Trainer:
             autocast=self.bf16,
         )
         self.sync = None
-        if cfg.vllm is not None:  # rollouts through vLLM, one adapter per step
+        if cfg.vllm is not None and self.dist.main:  # rollouts through vLLM, one adapter a step
             from rankgym.trainer.adapter_sync import start_for
 
             self.sync = start_for(self)
@@ -261,6 +271,10 @@ class Trainer:
         return expected
 
     def _rollout_and_judge(self, step: int) -> tuple[list[Group], dict[str, Any]]:
+        """Rank 0 rolls out and judges (or reuses a stored step); every rank gets the groups."""
+        return self.dist.broadcast(self._rollout_and_judge_main(step) if self.dist.main else None)
+
+    def _rollout_and_judge_main(self, step: int) -> tuple[list[Group], dict[str, Any]]:
         from rankgym.envs.rollout import rollout_groups
 
         cfg = self.cfg
@@ -359,6 +373,8 @@ class Trainer:
             self.update_settings,
             pad_id=self.tokenizer.pad_token_id,
             scheduler=self.scheduler,
+            shard=(self.dist.rank, self.dist.world),
+            sync_grads=self.dist.sum_grads if self.dist.enabled else None,
         )
         metrics = step_metrics(
             policy=self.policy_name(step),
@@ -456,14 +472,19 @@ class Trainer:
                 + f"  {m['time_step_s']:.0f}s (rollout {m['time_rollout_s'] or 0:.0f}s,"
                 f" judge {m['time_judge_s'] or 0:.0f}s, update {m['time_update_s']:.0f}s)"
             )
-            if cfg.eval.every and (k + 1) % cfg.eval.every == 0 and k + 1 < cfg.steps:
+            if (
+                cfg.eval.every
+                and (k + 1) % cfg.eval.every == 0
+                and k + 1 < cfg.steps
+                and self.dist.main
+            ):
                 ev = self.evaluate(f"step{k + 1}")
                 ev["step"] = k + 1
                 evals.append(ev)
                 self.store.log_step(self.run_id, k, {**m, "eval": ev})
         final = ckpt.latest_checkpoint(self.out)
         adapter = ckpt.copy_adapter(final, self.out / "adapter") if final else None
-        if cfg.eval.at_end or cfg.eval.every:
+        if (cfg.eval.at_end or cfg.eval.every) and self.dist.main:
             ev = self.evaluate(f"step{cfg.steps}")
             ev["step"] = cfg.steps
             evals.append(ev)
