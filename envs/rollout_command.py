@@ -100,7 +100,8 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--policy",
         default="embedded",
-        help="embedded (default) | hf:PATH[@ADAPTER_DIR] | litellm:MODEL | random | oracle",
+        help="embedded (default) | hf:PATH[@ADAPTER_DIR] | litellm:MODEL | vllm:URL[@MODEL] | "
+        "vllm:serve[:DIR] | random | oracle",
     )
     p.add_argument(
         "--split",
