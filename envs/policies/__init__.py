@@ -10,6 +10,9 @@ Implementations (``make_policy(spec)``):
 - ``embedded``: :class:`TransformersPolicy` over SmolLM2-135M-Instruct (bf16 weights on CPU).
 - ``hf:PATH[@ADAPTER_DIR]``: any local causal LM directory, optionally with a peft adapter.
 - ``litellm:MODEL``: any LiteLLM model (evaluation baselines; no token ids or logprobs).
+- ``vllm:URL[@MODEL]`` / ``vllm:serve[:MODEL_DIR]``: rollouts through a vLLM server, with token
+  ids and sampler logprobs (``vllm.py``; the trainer's per-step LoRA sync is in
+  ``rankgym.trainer.adapter_sync``).
 - ``random``: random text and random tool calls, no model (stress tests, a reward floor).
 - ``oracle``: replays ``env.oracle(task)``, the env's scripted solution (proves tasks solvable).
 
@@ -32,7 +35,7 @@ the system prompt (added only if the env has not put them there), earlier tool c
 as ``<tool_call>{json}</tool_call>``, tool results as a user turn of ``<tool_response>`` blocks.
 Either way tool calls are parsed from the generated text with the lenient parser.
 
-What this module does not do: no vLLM server (GPU path, later), no streaming, no prompt-cache
+What this module does not do: no streaming, no prompt-cache
 reuse across turns (each turn re-encodes the whole conversation), no stop strings other than
 the model's end-of-turn tokens, and the LiteLLM policy does not retry failed calls (a failure
 becomes that episode's error).
