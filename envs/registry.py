@@ -33,6 +33,7 @@ from typing import Any
 
 import gymnasium
 
+from rankgym.envs.base import Env
 from rankgym.errors import RankgymError
 
 __all__ = [
@@ -224,7 +225,15 @@ def make(env_id: str, **kwargs: Any) -> Any:
     if env_id not in gymnasium.registry:
         known = ", ".join(e.id for e in list_envs() if e.error is None) or "none"
         raise UnknownEnvError(f"unknown env {env_id!r}; registered rankgym envs: {known}")
-    return gymnasium.make(env_id, disable_env_checker=True, **kwargs).unwrapped
+    env = gymnasium.make(env_id, disable_env_checker=True, **kwargs).unwrapped
+    if not isinstance(env, Env):
+        env.close()
+        known = ", ".join(e.id for e in list_envs() if e.error is None) or "none"
+        raise UnknownEnvError(
+            f"{env_id!r} is a Gymnasium env but not a rankgym env (it has no tasks, tools or "
+            f"verifier); use one of: {known}"
+        )
+    return env
 
 
 def _entry_points() -> list[EntryPoint]:

@@ -52,6 +52,16 @@ def test_builtins_listed_and_make_helper():
         rankgym.envs.make("rankgym/Nope-v0")
 
 
+def test_a_plain_gymnasium_env_is_refused_in_one_line_not_a_traceback(tmp_path, capsys):
+    with pytest.raises(UnknownEnvError, match="not a rankgym env"):
+        rankgym.envs.make("CartPole-v1")
+    store = tmp_path / "s.db"
+    rc = main(["rollout", "--env", "CartPole-v1", "--tasks", "1", "--store", str(store)])
+    err = capsys.readouterr().err
+    assert rc == 2 and "CartPole-v1" in err and "Traceback" not in err
+    assert "rankgym/ToolUse-v0" in err
+
+
 def test_envs_command_prints_one_env_per_line_id_first(capsys):
     assert main(["envs"]) == 0
     lines = capsys.readouterr().out.splitlines()
