@@ -124,12 +124,7 @@ def write_label(
 @st.cache_data(ttl=600, show_spinner=False, max_entries=64)
 def runs(key: tuple) -> pd.DataFrame:
     """Runs with their group count, newest first."""
-    rows = reader().query(
-        "SELECT r.id, r.name, r.kind, r.created_at,"
-        " (SELECT COUNT(*) FROM groups g WHERE g.run_id = r.id) AS groups,"
-        " (SELECT COUNT(*) FROM steps s WHERE s.run_id = r.id) AS logged_steps"
-        " FROM runs r ORDER BY r.created_at DESC"
-    )
+    rows = reader().run_summaries()
     df = pd.DataFrame(rows, columns=["id", "name", "kind", "created_at", "groups", "logged_steps"])
     df["created_at"] = pd.to_datetime(df["created_at"], unit="s")
     return df
@@ -137,36 +132,24 @@ def runs(key: tuple) -> pd.DataFrame:
 
 @st.cache_data(ttl=600, show_spinner=False, max_entries=64)
 def env_ids(key: tuple, run_id: str | None = None) -> list[str]:
-    if run_id is None:
-        rows = reader().query("SELECT DISTINCT env_id FROM groups ORDER BY env_id")
-    else:
-        rows = reader().query(
-            "SELECT DISTINCT env_id FROM groups WHERE run_id = ? ORDER BY env_id", (run_id,)
-        )
-    return [r["env_id"] for r in rows]
+    """The env ids of the stored groups (of one run), sorted."""
+    return reader().env_ids(run_id)
 
 
 @st.cache_data(ttl=600, show_spinner=False, max_entries=64)
 def steps_of(key: tuple, run_id: str) -> list[int]:
-    rows = reader().query(
-        "SELECT DISTINCT step FROM groups WHERE run_id = ? ORDER BY step", (run_id,)
-    )
-    return [r["step"] for r in rows]
+    """The steps at which a run stored groups, ascending."""
+    return reader().group_steps(run_id)
 
 
 @st.cache_data(ttl=600, show_spinner=False, max_entries=64)
 def judge_specs(key: tuple) -> list[dict[str, Any]]:
     """Judge specs (hash, model), with how many groups each judged successfully."""
-    rows = reader().query(
-        "SELECT js.hash, js.model, js.created_at,"
-        " (SELECT COUNT(DISTINCT j.group_id) FROM judgements j"
-        "   WHERE j.spec_hash = js.hash AND j.status = 'ok') AS groups"
-        " FROM judge_specs js ORDER BY js.created_at"
-    )
-    return rows
+    return reader().judge_spec_counts()
 
 
 def spec_label(spec: dict[str, Any]) -> str:
+    """``model · hash8`` for a spec row (keys ``model``, ``hash``)."""
     return f"{spec['model']} · {spec['hash'][:8]}"
 
 
@@ -194,23 +177,8 @@ def compute_store_curves(s: Store, run_id: str) -> dict[str, pd.DataFrame]:
     unjudged groups, zero-variance judged groups per spec). Works for rollout-only runs that
     logged no step metrics.
     """
-    per_judgement = s.query(
-        "SELECT g.step, j.spec_hash, j.status, j.cost_usd, j.latency_s, AVG(s.score) AS score,"
-        " MAX(s.score) - MIN(s.score) AS spread, COUNT(s.score) AS n"
-        " FROM groups g JOIN judgements j ON j.group_id = g.id"
-        " LEFT JOIN scores s ON s.judgement_id = j.id WHERE g.run_id = ? GROUP BY j.id",
-        (run_id,),
-    )
-    verif = s.query(
-        "SELECT step, AVG(mean_r) AS verifiable_reward, COUNT(*) AS groups,"
-        " SUM(CASE WHEN spread = 0 THEN 1 ELSE 0 END) AS zero_variance_groups"
-        " FROM (SELECT g.step, AVG(t.verifiable_reward) AS mean_r,"
-        "   MAX(t.verifiable_reward) - MIN(t.verifiable_reward) AS spread"
-        "   FROM groups g JOIN trajectories t ON t.group_id = g.id"
-        "   WHERE g.run_id = ? AND t.verifiable_reward IS NOT NULL GROUP BY g.id)"
-        " GROUP BY step ORDER BY step",
-        (run_id,),
-    )
+    per_judgement = s.judgement_step_stats(run_id)
+    verif = s.verifiable_step_stats(run_id)
     specs = {r["hash"]: spec_label(r) for r in s.judge_specs()}
     out: dict[str, pd.DataFrame] = {}
     vdf = pd.DataFrame(
@@ -243,26 +211,17 @@ def compute_store_curves(s: Store, run_id: str) -> dict[str, pd.DataFrame]:
     return out
 
 
-def compute_judge_top_verifier_failed(
+def compute_judge_top_below_threshold(
     s: Store, run_id: str | None, threshold: float, limit: int = 200
 ) -> pd.DataFrame:
     """Trajectories a judge scored highest in their group (strictly above the group minimum)
-    whose verifiable reward is below ``threshold``; newest groups first."""
-    where = "AND g.run_id = ?" if run_id else ""
-    params: tuple = (threshold, run_id, limit) if run_id else (threshold, limit)
-    rows = s.query(
-        "SELECT g.id AS group_id, s.trajectory_id, j.spec_hash, s.score AS judge_score,"
-        " t.verifiable_reward, g.run_id, g.step, g.env_id, g.task_id"
-        " FROM (SELECT judgement_id, MAX(score) AS mx, MIN(score) AS mn FROM scores"
-        "   GROUP BY judgement_id) m"
-        " JOIN judgements j ON j.id = m.judgement_id AND j.status = 'ok'"
-        " JOIN scores s ON s.judgement_id = m.judgement_id AND s.score = m.mx"
-        " JOIN trajectories t ON t.id = s.trajectory_id"
-        " JOIN groups g ON g.id = j.group_id"
-        " WHERE m.mx > m.mn AND t.verifiable_reward IS NOT NULL AND t.verifiable_reward < ?"
-        f" {where} ORDER BY g.created_at DESC LIMIT ?",
-        params,
-    )
+    whose verifiable reward is below ``threshold``; newest groups first.
+
+    Not the ``judge_top_verifier_failed`` hack signal (``rankgym.judges.signals``: tie-aware,
+    reward < 1.0 and a better trajectory exists): this is the exact maximum against a threshold
+    the user picks on the page.
+    """
+    rows = s.judge_top_below_threshold(threshold, run_id=run_id, limit=limit)
     return pd.DataFrame(
         rows,
         columns=[
@@ -284,17 +243,9 @@ def hack_signal_rows(key: tuple, run_id: str | None, limit: int = 500) -> pd.Dat
     """Recorded hack signals plus judge ``hack_suspected`` flags, newest groups first."""
     s = reader()
     rows = s.hack_signals(run_id=run_id, limit=limit)
-    where = "AND g.run_id = ?" if run_id else ""
-    params: tuple = (run_id, limit) if run_id else (limit,)
     rows += [
         dict(r, name="judge: hack_suspected")
-        for r in s.query(
-            "SELECT s.trajectory_id, g.id AS group_id, s.rationale AS detail, g.run_id, g.step,"
-            " g.env_id, g.task_id FROM scores s JOIN judgements j ON j.id = s.judgement_id"
-            " JOIN groups g ON g.id = j.group_id WHERE s.hack_suspected = 1"
-            f" {where} ORDER BY g.created_at DESC LIMIT ?",
-            params,
-        )
+        for r in s.judge_hack_suspects(run_id=run_id, limit=limit)
     ]
     cols = ["name", "trajectory_id", "group_id", "detail", "run_id", "step", "env_id", "task_id"]
     return pd.DataFrame(rows, columns=cols)
@@ -405,13 +356,13 @@ def store_curves(key: tuple, run_id: str, deadline: float) -> tuple[tuple, Slow]
     return name, BACKGROUND.get(name, version, job, deadline)
 
 
-def judge_top_verifier_failed(
+def judge_top_below_threshold(
     key: tuple, run_id: str | None, threshold: float, deadline: float
 ) -> tuple[tuple, Slow]:
-    """:func:`compute_judge_top_verifier_failed` (background, stale-while-revalidate)."""
+    """:func:`compute_judge_top_below_threshold` (background, stale-while-revalidate)."""
     path, version = key
     name = ("top_failed", path, run_id, threshold)
-    job = functools.partial(_with_store, path, compute_judge_top_verifier_failed, run_id, threshold)
+    job = functools.partial(_with_store, path, compute_judge_top_below_threshold, run_id, threshold)
     return name, BACKGROUND.get(name, version, job, deadline)
 
 

@@ -25,27 +25,16 @@ def _filters(
     env_id: str | None,
     include_labeled: bool,
     judged_only: bool,
-) -> tuple[str, list[Any]]:
-    clauses = [
-        "NOT EXISTS (SELECT 1 FROM human_rankings h WHERE h.group_id = g.id AND h.labeler = ?)"
-    ]
-    params: list[Any] = [labeler]
-    if run_id is not None:
-        clauses.append("g.run_id = ?")
-        params.append(run_id)
-    if env_id is not None:
-        clauses.append("g.env_id = ?")
-        params.append(env_id)
-    if not include_labeled:
-        clauses.append(
-            "NOT EXISTS (SELECT 1 FROM human_rankings h WHERE h.group_id = g.id AND h.skipped = 0)"
-        )
-    if judged_only:
-        clauses.append(
-            "EXISTS (SELECT 1 FROM judgements j WHERE j.group_id = g.id AND j.status = 'ok')"
-        )
-    clauses.append("g.n_trajectories >= 2")
-    return "WHERE " + " AND ".join(clauses), params
+) -> dict[str, Any]:
+    """The ``Store`` group filters of this labeler's queue (groups of two or more)."""
+    return {
+        "not_labeled_by": labeler,
+        "run_id": run_id,
+        "env_id": env_id,
+        "labeled": None if include_labeled else False,
+        "judged": True if judged_only else None,
+        "min_trajectories": 2,
+    }
 
 
 def queue_strata(
@@ -58,12 +47,7 @@ def queue_strata(
     judged_only: bool = True,
 ) -> list[dict[str, Any]]:
     """(run_id, env_id, n) for every stratum with groups left to this labeler."""
-    where, params = _filters(labeler, run_id, env_id, include_labeled, judged_only)
-    return store.query(
-        f"SELECT g.run_id, g.env_id, COUNT(*) AS n FROM groups g {where}"
-        " GROUP BY g.run_id, g.env_id ORDER BY g.run_id, g.env_id",
-        params,
-    )
+    return store.label_strata(**_filters(labeler, run_id, env_id, include_labeled, judged_only))
 
 
 def next_group(
@@ -91,20 +75,16 @@ def next_group(
         judged_only=judged_only,
     )
     rng.shuffle(strata)
-    where, params = _filters(labeler, run_id, env_id, include_labeled, judged_only)
+    filters = _filters(labeler, run_id, env_id, include_labeled, judged_only)
     for stratum in strata:
-        sql = (
-            f"SELECT g.id FROM groups g {where} AND g.run_id = ? AND g.env_id = ?"
-            " ORDER BY g.rowid LIMIT ? OFFSET ?"
-        )
-        base = [*params, stratum["run_id"], stratum["env_id"]]
+        one = {**filters, "run_id": stratum["run_id"], "env_id": stratum["env_id"]}
         start = rng.randrange(stratum["n"])
-        rows = store.query(sql, (*base, 32, start))
-        if len(rows) < 32 and start:
-            rows += store.query(sql, (*base, 32, 0))
-        for r in rows:
-            if r["id"] not in exclude:
-                return r["id"]
+        ids = store.group_ids_page(32, start, **one)
+        if len(ids) < 32 and start:
+            ids += store.group_ids_page(32, 0, **one)
+        for gid in ids:
+            if gid not in exclude:
+                return gid
     return None
 
 

@@ -80,18 +80,14 @@ __all__ = [
 
 def _pick_spec(store: Store, spec_hash: str | None) -> str | None:
     if spec_hash:
-        rows = store.query("SELECT hash FROM judge_specs WHERE hash LIKE ?", (spec_hash + "%",))
-        if len(rows) != 1:
+        hashes = store.spec_hashes_like(spec_hash)
+        if len(hashes) != 1:
             raise ValueError(
-                f"judge spec {spec_hash!r} matches {len(rows)} specs in the store; pass a "
+                f"judge spec {spec_hash!r} matches {len(hashes)} specs in the store; pass a "
                 "longer prefix of one of: " + ", ".join(r["hash"] for r in store.judge_specs())
             )
-        return rows[0]["hash"]
-    rows = store.query(
-        "SELECT spec_hash, COUNT(*) AS n FROM judgements WHERE status = 'ok' "
-        "GROUP BY spec_hash ORDER BY n DESC, MAX(created_at) DESC LIMIT 1"
-    )
-    return rows[0]["spec_hash"] if rows else None
+        return hashes[0]
+    return store.most_judged_spec()
 
 
 @dataclass
@@ -113,11 +109,7 @@ def _load(
     ``labeled_only``: judge scores of groups people ranked, nothing else (for disagreements).
     """
     spec = _pick_spec(store, spec_hash)
-    env_sql, env_params = ("WHERE env_id = ?", (env_id,)) if env_id else ("", ())
-    groups = {
-        r["id"]: r
-        for r in store.query(f"SELECT id, env_id, task_id FROM groups {env_sql}", env_params)
-    }
+    groups = {r["id"]: r for r in store.group_index(env_id)}
     humans: dict[str, dict[str, dict[str, float]]] = defaultdict(dict)
     for h in store.human_rankings():
         if h["group_id"] in groups and not h["skipped"]:
@@ -129,30 +121,14 @@ def _load(
     n_unjudged = 0
     latest: dict[str, str] = {}  # group -> latest ok judgement id
     if spec and wanted:
-        for r in store.query(
-            "SELECT id, group_id FROM judgements WHERE spec_hash = ? AND status = 'ok' "
-            "ORDER BY created_at, rowid",
-            (spec,),
-        ):
+        for r in store.ok_judgement_ids(spec):
             if r["group_id"] in wanted:
                 latest[r["group_id"]] = r["id"]
-        chosen = list(latest.values())
-        for i in range(0, len(chosen), 500):
-            part = chosen[i : i + 500]
-            for r in store.query(
-                "SELECT s.judgement_id, j.group_id, s.trajectory_id, s.score FROM scores s "
-                "JOIN judgements j ON j.id = s.judgement_id "
-                f"WHERE s.judgement_id IN ({','.join('?' * len(part))})",
-                tuple(part),
-            ):
-                judge.setdefault(r["group_id"], {})[r["trajectory_id"]] = r["score"]
+        for r in store.judgement_scores(latest.values()):
+            judge.setdefault(r["group_id"], {})[r["trajectory_id"]] = r["score"]
     if spec and not labeled_only:
         chosen_set = set(latest.values())
-        for r in store.query(
-            "SELECT id, group_id, presentations FROM judgements WHERE spec_hash = ? AND "
-            "status = 'ok' AND json_valid(presentations) AND json_array_length(presentations) > 1",
-            (spec,),
-        ):
+        for r in store.multi_presentation_judgements(spec):
             if r["id"] in chosen_set:
                 pres = json.loads(r["presentations"])
                 presentations[r["group_id"]] = [
@@ -160,18 +136,10 @@ def _load(
                 ]
         n_unjudged = sum(
             1
-            for r in store.query(
-                "SELECT DISTINCT group_id FROM judgements WHERE spec_hash = ? AND status != 'ok'",
-                (spec,),
-            )
-            if r["group_id"] in groups and r["group_id"] not in judge
+            for gid in store.failed_judgement_group_ids(spec)
+            if gid in groups and gid not in judge
         )
-        for r in store.query(
-            "SELECT t.id, t.group_id, t.verifiable_reward FROM trajectories t "
-            "WHERE t.verifiable_reward IS NOT NULL AND t.group_id IN "
-            "(SELECT group_id FROM judgements WHERE spec_hash = ? AND status = 'ok')",
-            (spec,),
-        ):
+        for r in store.judged_verifiable_rewards(spec):
             if r["group_id"] in judge:
                 verifier[r["group_id"]][r["id"]] = r["verifiable_reward"]
     return _Data(spec, groups, judge, presentations, dict(humans), dict(verifier), n_unjudged)

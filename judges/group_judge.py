@@ -398,8 +398,7 @@ class GroupJudge:
                 by_id[tid].hack_signals.append(name)
         if self.store is None:
             return
-        rows = self.store.query("SELECT content_hash FROM groups WHERE id = ?", (group.id,))
-        if rows and rows[0]["content_hash"] == group.content_hash():
+        if self.store.group_content_hash(group.id) == group.content_hash():
             self.store.put_judgement(j)
         else:
             self.store.put_group(group)

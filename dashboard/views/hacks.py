@@ -59,7 +59,7 @@ else:
         link_list(shown, ["name", "env_id", "task_id"])
 
 st.subheader("Judge ranked first, verifier failed")
-name, res = data.judge_top_verifier_failed(
+name, res = data.judge_top_below_threshold(
     key, run_id, float(threshold), time.monotonic() + data.SLOW_WAIT_S
 )
 top = res.value if pickers.show_slow(res, "this list") else None

@@ -1,7 +1,8 @@
 """rankgym.store: the SQLite trajectory store (see ``core`` for the Store and its guarantees).
 
 Layout: ``core`` (the :class:`Store` class), ``schema`` (migrations), ``rows`` (row <-> model
-code), ``filters`` (group filters, full-text query quoting), ``export`` (JSONL, Parquet).
+code), ``filters`` (group filters, full-text query quoting), ``queries`` (aggregate reads
+for the dashboard and agreement), ``export`` (JSONL, Parquet).
 The tables are documented in docs/store.md.
 """
 

@@ -2,7 +2,8 @@
 
 Every write is one transaction (a whole group with its trajectories, full-text rows, hack
 signals and judgement at once); how the file is opened, locked and retried is in
-``connection``, the schema in ``schema``, row <-> model code in ``rows``. Tables: docs/store.md.
+``connection``, the schema in ``schema``, row <-> model code in ``rows``, aggregate reads
+(dashboard, labeling, agreement) in ``queries``. Tables: docs/store.md.
 
 What it does not do: it is not a server. Many processes may read and write one file on a local
 disk; a network filesystem (NFS, SMB) breaks SQLite's locking and is refused nowhere, so don't.
@@ -18,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from rankgym.errors import StoreError
-from rankgym.store.connection import StoreFile
 from rankgym.store.export import ExportResult, export_store
-from rankgym.store.filters import JUDGED_OK, SEARCH_HITS_LIMIT, fts_query, group_filters
+from rankgym.store.filters import J_OK, JUDGED_OK, SEARCH_HITS_LIMIT, fts_query, group_filters
+from rankgym.store.queries import StoreQueries
 from rankgym.store.rows import (
     insert_group,
     insert_judgement,
@@ -34,7 +35,7 @@ from rankgym.types import Group, Judgement, JudgeSpec, TrajectoryScore
 __all__ = ["SEARCH_HITS_LIMIT", "Store"]
 
 
-class Store(StoreFile):
+class Store(StoreQueries):
     """A rankgym trajectory store in one SQLite file (see module docstring)."""
 
     # ------------------------------------------------------------------ runs & steps
@@ -180,7 +181,7 @@ class Store(StoreFile):
     ) -> list[str]:
         """Groups with no successful judgement under ``spec_hash``, oldest first."""
         where, params = group_filters(run_id=run_id, step=step)
-        extra = "NOT EXISTS (SELECT 1 FROM judgements j WHERE j.group_id = g.id AND j.spec_hash = ? AND j.status = 'ok')"
+        extra = f"NOT EXISTS (SELECT 1 FROM judgements j WHERE j.group_id = g.id AND j.spec_hash = ? AND {J_OK})"
         where = f"{where} AND {extra}" if where else f"WHERE {extra}"
         return [
             r["id"]

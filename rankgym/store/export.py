@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from rankgym.errors import StoreError
+from rankgym.store.filters import J_OK
 from rankgym.store.health import describe
 
 if TYPE_CHECKING:
@@ -76,15 +77,15 @@ def export_store(store: Store, out_path: str | Path, fmt: str = "jsonl") -> Expo
     return result
 
 
-PARQUET_COLUMNS = """
+PARQUET_COLUMNS = f"""
     SELECT t.id AS trajectory_id, t.group_id, g.run_id, g.step, t.env_id, t.task_id,
            t.seed, t.messages, t.turns, t.verifiable_reward, t.metrics, t.truncated, t.error,
            CASE WHEN json_valid(t.turns) THEN json_extract(t.turns, '$[0].policy') END AS policy,
            (SELECT s.score FROM scores s JOIN judgements j ON j.id = s.judgement_id
-             WHERE s.trajectory_id = t.id AND j.status = 'ok'
+             WHERE s.trajectory_id = t.id AND {J_OK}
              ORDER BY j.created_at DESC LIMIT 1) AS judge_score,
            (SELECT s.rationale FROM scores s JOIN judgements j ON j.id = s.judgement_id
-             WHERE s.trajectory_id = t.id AND j.status = 'ok'
+             WHERE s.trajectory_id = t.id AND {J_OK}
              ORDER BY j.created_at DESC LIMIT 1) AS judge_rationale
     FROM trajectories t JOIN groups g ON g.id = t.group_id"""
 ALL_ROWS = " ORDER BY g.created_at, t.group_id, t.idx"

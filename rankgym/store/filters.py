@@ -14,7 +14,10 @@ from typing import Any
 SEARCH_HITS_LIMIT = 10_000
 """Group search looks at the most recent this-many matching trajectories (keeps it fast)."""
 
-JUDGED_OK = "EXISTS (SELECT 1 FROM judgements j WHERE j.group_id = g.id AND j.status = 'ok')"
+J_OK = "j.status = 'ok'"
+"""True for a successful judgement aliased ``j`` (the only place this test is spelled)."""
+
+JUDGED_OK = f"EXISTS (SELECT 1 FROM judgements j WHERE j.group_id = g.id AND {J_OK})"
 """True for a group (aliased ``g``) with at least one successful judgement."""
 
 
@@ -33,10 +36,21 @@ def group_filters(
     hack_flagged: bool | None = None,
     search: str | None = None,
     judged: bool | None = None,
+    not_labeled_by: str | None = None,
+    min_trajectories: int | None = None,
 ) -> tuple[str, list[Any]]:
-    """``("WHERE ...", params)`` selecting groups ``g`` by these filters (``""`` for none)."""
+    """``("WHERE ...", params)`` selecting groups ``g`` by these filters (``""`` for none).
+
+    ``not_labeled_by``: groups this labeler has neither ranked nor skipped;
+    ``min_trajectories``: groups with at least this many trajectories.
+    """
     clauses: list[str] = []
     params: list[Any] = []
+    if not_labeled_by is not None:
+        clauses.append(
+            "NOT EXISTS (SELECT 1 FROM human_rankings h WHERE h.group_id = g.id AND h.labeler = ?)"
+        )
+        params.append(not_labeled_by)
     for col, val in (("g.run_id", run_id), ("g.step", step), ("g.env_id", env_id)):
         if val is not None:
             clauses.append(f"{col} = ?")
@@ -58,6 +72,9 @@ def group_filters(
         )
     if judged is not None:
         clauses.append(("" if judged else "NOT ") + JUDGED_OK)
+    if min_trajectories is not None:
+        clauses.append("g.n_trajectories >= ?")
+        params.append(min_trajectories)
     if search:
         q = fts_query(search)
         if q:

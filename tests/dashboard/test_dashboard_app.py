@@ -215,7 +215,7 @@ def test_agreement_tables_and_disagreement_links(store: Path) -> None:
     assert all(link.proto.page.endswith("groups") for link in links)
 
 
-def test_hack_suspects_lists_signals_and_judge_top_verifier_failed(store: Path) -> None:
+def test_hack_suspects_lists_signals_and_judge_top_below_threshold(store: Path) -> None:
     at = app("hacks")
     counts = at.dataframe[0].value
     assert {"prompt_injection_attempt", "visible_pass_hidden_fail", "judge: hack_suspected"} <= set(
