@@ -10,7 +10,8 @@ with the same rubric for every judge. Per judge:
   the same way (three-way: better, worse, tie), i.e. ``judge_vs_self`` of
   ``rankgym.judges.agreement`` restricted to the two orders.
 
-Both are computed per label source (``verifier``, ``human``) and overall. CIs are 95%
+Both are computed overall, per label source (``verifier``, ``human``) and per env (when there
+are several). CIs are 95%
 percentile intervals of a cluster bootstrap over **tasks** (pairs of one task move together);
 the same resamples are used for every judge, so ``paired`` gives the CI of each difference
 (judge minus the first judge), which is narrower than comparing two separate CIs.
@@ -131,11 +132,12 @@ def compare(
     names = list(results)
     per = {n: _per_pair(results[n]) for n in names}
     sources = sorted({p.source for p in pairs})
+    envs = sorted({p.env_id for p in pairs}) if len({p.env_id for p in pairs}) > 1 else []
     report: dict[str, Any] = {"n_pairs": len(pairs), "n_tasks": len({p.task_key for p in pairs}),
                               "baselines": baselines(pairs), "judges": {}, "paired": {}}  # fmt: skip
     rng = np.random.default_rng(seed)
-    for scope in ["all", *sources]:
-        ids = [p.id for p in pairs if scope == "all" or p.source == scope]
+    for scope in ["all", *sources, *envs]:
+        ids = [p.id for p in pairs if scope in ("all", p.source, p.env_id)]
         if not ids:
             continue
         tasks = sorted({per[names[0]][i]["task"] for i in ids})
@@ -161,7 +163,7 @@ def compare(
                 "position_consistency_ci": _ci(draws[n]["position_consistency"]) if len(tasks) > 1 else None,
                 "pairs": int(tot[3]),
                 "tasks": len(tasks),
-                "errors": sum(1 for r in results[n] if r["error"] and (scope == "all" or r["source"] == scope)),
+                "errors": sum(1 for r in results[n] if r["error"] and scope in ("all", r["source"], r["env"])),
             }  # fmt: skip
         for n in names[1:]:
             key = f"{n} - {names[0]}"
@@ -184,13 +186,13 @@ def format_comparison(report: dict[str, Any]) -> str:
         f"held-out: {report['n_pairs']} pairs of {report['n_tasks']} tasks, each in both orders; "
         f"content-blind rules: first wins {b['first_wins']}, longer wins "
         + (f"{b['longer_wins']:.3f}" if b["longer_wins"] is not None else "-"),
-        f"{'judge':<44} {'scope':<9} {'pairwise acc':>12} {'95% CI':<13} "
+        f"{'judge':<44} {'scope':<22} {'pairwise acc':>12} {'95% CI':<13} "
         f"{'pos. consist.':>13} {'95% CI':<13} errors",
     ]
     for name, scopes in report["judges"].items():
         for scope, v in scopes.items():
             lines.append(
-                f"{name[-44:]:<44} {scope:<9} {v['pairwise_accuracy']:>12.3f} "
+                f"{name[-44:]:<44} {scope[-22:]:<22} {v['pairwise_accuracy']:>12.3f} "
                 f"{ci(v['pairwise_accuracy_ci']):<13} {v['position_consistency']:>13.3f} "
                 f"{ci(v['position_consistency_ci']):<13} {v['errors']}"
             )
