@@ -371,7 +371,10 @@ def sft_stage(
     model.save_pretrained(tmp)
     meta = {
         "kind": "sft",
-        "env": {"id": cfg.env.id, "kwargs": cfg.env.kwargs},
+        "env": {
+            "id": cfg.env.id,
+            "kwargs": cfg.env.kwargs if s.env_kwargs is None else s.env_kwargs,
+        },
         "policy_model": cfg.policy.model,
         "max_new_tokens": cfg.policy.max_new_tokens,
         "sft": summary,
