@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import hashlib
 import random
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rankgym.store import Store
+if TYPE_CHECKING:
+    from rankgym.store import Store
 
 
 def _filters(

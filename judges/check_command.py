@@ -12,7 +12,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from rankgym.cli import Command, UserError
+from rankgym.cli import Command
+from rankgym.errors import UserError
 
 from .commands import DEFAULT_JUDGE, _spec_from_args
 

@@ -16,10 +16,12 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rankgym.cli import Command, UserError
+from rankgym.cli import Command
+from rankgym.errors import UserError
 
 if TYPE_CHECKING:
     from rankgym.store import Store
+    from rankgym.types import JudgeSpec
 
 DEFAULT_JUDGE = "local/smollm2"
 
@@ -135,7 +137,9 @@ def _judge(args: argparse.Namespace) -> dict[str, Any]:
         store.close()
 
 
-def _dry_run(args: argparse.Namespace, spec: Any, store: Store, ids: list[str]) -> dict[str, Any]:
+def _dry_run(
+    args: argparse.Namespace, spec: JudgeSpec, store: Store, ids: list[str]
+) -> dict[str, Any]:
     """Build every request the judge would send, count its tokens, and send nothing.
 
     Never loads or converts the local model (token counts for ``local/`` are estimates until
@@ -237,7 +241,9 @@ def _dry_run(args: argparse.Namespace, spec: Any, store: Store, ids: list[str]) 
     return summary
 
 
-def _judge_all(args: argparse.Namespace, spec: Any, store: Store, ids: list[str]) -> dict[str, Any]:
+def _judge_all(
+    args: argparse.Namespace, spec: JudgeSpec, store: Store, ids: list[str]
+) -> dict[str, Any]:
     from tqdm import tqdm
 
     from .group_judge import GroupJudge, RetryPolicy, summarize

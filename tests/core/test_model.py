@@ -11,7 +11,7 @@ import time
 import pytest
 
 from rankgym import model as model_mod
-from rankgym.cli import UserError
+from rankgym.errors import UserError
 
 
 def test_missing_package_error_says_how_to_install(monkeypatch):

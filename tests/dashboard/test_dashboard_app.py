@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from rankgym.cli import UserError
 from rankgym.dashboard import commands, labeling
 from rankgym.dashboard.render import letter, md_escape
 from rankgym.dashboard.sample import XSS_GROUP_ID, XSS_TEXT, build_sample_store
+from rankgym.errors import UserError
 from rankgym.store import Store
 
 APP = Path(__file__).resolve().parents[2] / "dashboard" / "app.py"
