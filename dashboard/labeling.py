@@ -14,69 +14,57 @@ from __future__ import annotations
 
 import hashlib
 import random
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rankgym.store import Store
 
 
-def _filters(
-    labeler: str,
-    run_id: str | None,
-    env_id: str | None,
-    include_labeled: bool,
-    judged_only: bool,
-) -> dict[str, Any]:
-    """The ``Store`` group filters of this labeler's queue (groups of two or more)."""
-    return {
-        "not_labeled_by": labeler,
-        "run_id": run_id,
-        "env_id": env_id,
-        "labeled": None if include_labeled else False,
-        "judged": True if judged_only else None,
-        "min_trajectories": 2,
-    }
+@dataclass(frozen=True)
+class LabelQueue:
+    """Which groups ``labeler`` is offered: of one run / env (None: all), already labeled by
+    someone else or not, judged or not; never a group this labeler ranked or skipped, never a
+    group of fewer than two trajectories."""
+
+    labeler: str
+    run_id: str | None = None
+    env_id: str | None = None
+    include_labeled: bool = False
+    judged_only: bool = True
+
+    def filters(self) -> dict[str, Any]:
+        """The ``Store`` group filters (``rankgym.store.filters.group_filters``) of this queue."""
+        return {
+            "not_labeled_by": self.labeler,
+            "run_id": self.run_id,
+            "env_id": self.env_id,
+            "labeled": None if self.include_labeled else False,
+            "judged": True if self.judged_only else None,
+            "min_trajectories": 2,
+        }
 
 
-def queue_strata(
-    store: Store,
-    labeler: str,
-    *,
-    run_id: str | None = None,
-    env_id: str | None = None,
-    include_labeled: bool = False,
-    judged_only: bool = True,
-) -> list[dict[str, Any]]:
-    """(run_id, env_id, n) for every stratum with groups left to this labeler."""
-    return store.label_strata(**_filters(labeler, run_id, env_id, include_labeled, judged_only))
+def queue_strata(store: Store, queue: LabelQueue) -> list[dict[str, Any]]:
+    """(run_id, env_id, n) for every stratum with groups left in ``queue``."""
+    return store.label_strata(**queue.filters())
 
 
 def next_group(
     store: Store,
-    labeler: str,
+    queue: LabelQueue,
     *,
-    run_id: str | None = None,
-    env_id: str | None = None,
-    include_labeled: bool = False,
-    judged_only: bool = True,
     exclude: set[str] | frozenset[str] = frozenset(),
     rng: random.Random | None = None,
 ) -> str | None:
-    """A group id for ``labeler`` to rank next, or ``None`` when the queue is empty.
+    """A group id for the queue's labeler to rank next, or ``None`` when the queue is empty.
 
     ``exclude`` holds ids already shown in this session (e.g. skipped without writing).
     """
     rng = rng or random.Random()
-    strata = queue_strata(
-        store,
-        labeler,
-        run_id=run_id,
-        env_id=env_id,
-        include_labeled=include_labeled,
-        judged_only=judged_only,
-    )
+    strata = queue_strata(store, queue)
     rng.shuffle(strata)
-    filters = _filters(labeler, run_id, env_id, include_labeled, judged_only)
+    filters = queue.filters()
     for stratum in strata:
         one = {**filters, "run_id": stratum["run_id"], "env_id": stratum["env_id"]}
         start = rng.randrange(stratum["n"])

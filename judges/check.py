@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 from rankgym.types import Group, Judgement, JudgeSpec
 
 from .calling import RetryPolicy
-from .group_judge import GroupJudge
+from .group_judge import GroupJudge, add_shuffles
 from .metrics import aggregate, none_if_nan
 from .prompt import twins
 
@@ -113,15 +113,8 @@ def calibration_groups(cfg: CheckConfig, store: Store | None = None) -> list[Gro
 def check_orders(group: Group, permutations: int, seed: int) -> list[list[str]]:
     """Rollout order, reversed, then ``permutations - 2`` distinct seeded shuffles."""
     ids = [t.id for t in group.trajectories]
-    orders = [ids, ids[::-1]]
     rng = random.Random(f"{seed}:{group.id}")
-    for _ in range(max(0, permutations - 2)):
-        o = list(ids)
-        for _try in range(20):
-            rng.shuffle(o)
-            if o not in orders:
-                break
-        orders.append(list(o))
+    orders = add_shuffles([ids, ids[::-1]], ids, max(0, permutations - 2), rng)
     return orders[: max(2, permutations)]
 
 

@@ -97,9 +97,15 @@ def presentation_orders(
     ids: list[str], k: int, seed: int | None, group_hash: str
 ) -> list[list[str]]:
     """``k`` presentation orders: the given order, then distinct deterministic shuffles."""
-    orders = [list(ids)]
-    rng = random.Random(f"{seed}:{group_hash}")
-    for _ in range(1, max(1, k)):
+    return add_shuffles([list(ids)], ids, max(1, k) - 1, random.Random(f"{seed}:{group_hash}"))
+
+
+def add_shuffles(
+    orders: list[list[str]], ids: list[str], n: int, rng: random.Random
+) -> list[list[str]]:
+    """Append ``n`` shuffles of ``ids`` to ``orders``, each unlike the ones before when 20
+    tries find one (a group of 2 has only 2 orders), and return ``orders``."""
+    for _ in range(n):
         o = list(ids)
         for _try in range(20):
             rng.shuffle(o)
@@ -109,7 +115,9 @@ def presentation_orders(
     return orders
 
 
-def presentation_cache_key(group: Group, order: list[str], tools: Any) -> str:
+def presentation_cache_key(
+    group: Group, order: list[str], tools: list[dict[str, Any]] | None
+) -> str:
     """The ``group_hash`` half of a judge-cache key: group content, order, prompt format."""
     return content_hash(
         {"group": group.content_hash(), "order": order, "format": PROMPT_FORMAT, "tools": tools}
@@ -248,7 +256,7 @@ class GroupJudge:
         return rec
 
     async def _split(
-        self, group: Group, order: list[str], tools: Any, budget: int | None
+        self, group: Group, order: list[str], tools: list[dict[str, Any]] | None, budget: int | None
     ) -> Presentation:
         """Judge overlapping subsets that fit ``budget`` and merge them onto one scale."""
         for size in range(len(order) - 1, 1, -1):

@@ -100,28 +100,19 @@ if not labeler:
     st.stop()
 
 s = data.reader()
-strata = labeling.queue_strata(
-    s,
+queue = labeling.LabelQueue(
     labeler,
     run_id=run_id,
     env_id=env_id,
     include_labeled=include_labeled,
     judged_only=judged_only,
 )
+strata = labeling.queue_strata(s, queue)
 left = sum(r["n"] for r in strata)
 shown: set[str] = st.session_state.setdefault("blind_shown", set())
 gid = st.session_state.get("blind_gid")
 if gid is None:
-    gid = labeling.next_group(
-        s,
-        labeler,
-        run_id=run_id,
-        env_id=env_id,
-        include_labeled=include_labeled,
-        judged_only=judged_only,
-        exclude=shown,
-        rng=random.Random(),
-    )
+    gid = labeling.next_group(s, queue, exclude=shown, rng=random.Random())
     if gid is None:
         st.success("Queue empty: nothing left to rank with these settings. Thank you!")
         st.stop()

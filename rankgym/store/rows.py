@@ -87,8 +87,14 @@ def load_json(adapter: TypeAdapter[V], text: str) -> V:
         return adapter.validate_python(reparse_json(e, text))
 
 
-def _signal_rows(g: Group, t: Trajectory) -> list[tuple[str, str, str, str]]:
-    return [(t.id, name, "", g.id) for name in dict.fromkeys(t.hack_signals)]
+def _insert_signals(c: sqlite3.Connection, g: Group, t: Trajectory, on_conflict: str) -> None:
+    """Write ``t``'s hack signals; ``on_conflict`` is ``IGNORE`` (keep a stored detail) or
+    ``REPLACE``."""
+    c.executemany(
+        f"INSERT OR {on_conflict} INTO hack_signals (trajectory_id, name, detail, group_id)"
+        " VALUES (?,?,?,?)",
+        [(t.id, name, "", g.id) for name in dict.fromkeys(t.hack_signals)],
+    )
 
 
 def insert_group(c: sqlite3.Connection, g: Group) -> None:
@@ -111,11 +117,7 @@ def insert_group(c: sqlite3.Connection, g: Group) -> None:
                     t.id,
                 ),
             )
-            c.executemany(
-                "INSERT OR IGNORE INTO hack_signals (trajectory_id, name, detail, group_id)"
-                " VALUES (?,?,?,?)",
-                _signal_rows(g, t),
-            )
+            _insert_signals(c, g, t, on_conflict="IGNORE")
         if g.judgement is not None:
             insert_judgement(c, g.judgement)
         return
@@ -150,11 +152,7 @@ def insert_group(c: sqlite3.Connection, g: Group) -> None:
                 t.text(),  # a trigger indexes it in trajectories_fts
             ),
         )
-        c.executemany(
-            "INSERT OR REPLACE INTO hack_signals (trajectory_id, name, detail, group_id)"
-            " VALUES (?,?,?,?)",
-            _signal_rows(g, t),
-        )
+        _insert_signals(c, g, t, on_conflict="REPLACE")
     if g.judgement is not None:
         insert_judgement(c, g.judgement)
 

@@ -268,32 +268,25 @@ READER = textwrap.dedent(
 )
 
 
-def _env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+def _spawn(code: str) -> subprocess.Popen:
+    """Run ``code`` in a fresh Python with tests/ importable; text pipes for its output."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    return subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
 
 
 @pytest.mark.slow
 def test_one_writer_four_readers_30s(store_path):
     Store(store_path).create_run("w")
     tests_dir = str(Path(__file__).resolve().parents[1])
-    writer = subprocess.Popen(
-        [sys.executable, "-c", WRITER.format(tests=tests_dir, path=str(store_path), seconds=30)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=_env(),
-    )
+    writer = _spawn(WRITER.format(tests=tests_dir, path=str(store_path), seconds=30))
     time.sleep(0.5)
-    readers = [
-        subprocess.Popen(
-            [sys.executable, "-c", READER.format(path=str(store_path), seconds=29)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=_env(),
-        )
-        for _ in range(4)
-    ]
+    readers = [_spawn(READER.format(path=str(store_path), seconds=29)) for _ in range(4)]
     out, err = writer.communicate(timeout=120)
     assert writer.returncode == 0, err
     committed = [line.split()[1] for line in out.splitlines() if line.startswith("committed")]
@@ -312,13 +305,7 @@ def test_one_writer_four_readers_30s(store_path):
 
 def test_sigkill_mid_batch_keeps_committed_groups(store_path):
     tests_dir = str(Path(__file__).resolve().parents[1])
-    writer = subprocess.Popen(
-        [sys.executable, "-c", WRITER.format(tests=tests_dir, path=str(store_path), seconds=60)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=_env(),
-    )
+    writer = _spawn(WRITER.format(tests=tests_dir, path=str(store_path), seconds=60))
     committed: list[str] = []
     assert writer.stdout is not None
     while len(committed) < 40:

@@ -284,23 +284,32 @@ def test_queue_skips_own_and_labeled_groups_and_spans_strata(sample: tuple[Path,
     path, summary = sample
     with Store(path, readonly=True) as s:
         labeled = set(summary["labeled_groups"])
-        strata = labeling.queue_strata(s, "zoe")
+        strata = labeling.queue_strata(s, labeling.LabelQueue("zoe"))
         assert {(r["run_id"], r["env_id"]) for r in strata} >= {
             ("demo-train", "rankgym/ToolUse-v0"),
             ("baseline-eval", "rankgym/CodeTests-v0"),
         }
         rng = random.Random(0)
-        picks = {labeling.next_group(s, "zoe", rng=rng) for _ in range(40)}
+        picks = {labeling.next_group(s, labeling.LabelQueue("zoe"), rng=rng) for _ in range(40)}
         assert not picks & labeled
         assert len({s.get_group(g).run_id for g in picks}) == 2
         # alice ranked the labeled groups: with include_labeled she still never gets them.
-        mine = {labeling.next_group(s, "alice", include_labeled=True, rng=rng) for _ in range(40)}
+        mine = {
+            labeling.next_group(s, labeling.LabelQueue("alice", include_labeled=True), rng=rng)
+            for _ in range(40)
+        }
         assert not mine & labeled
         # bob skipped one group: never offered to him again.
         skipped = {r["group_id"] for r in s.human_rankings(labeler="bob", include_skipped=True)}
-        bobs = {labeling.next_group(s, "bob", include_labeled=True, rng=rng) for _ in range(40)}
+        bobs = {
+            labeling.next_group(s, labeling.LabelQueue("bob", include_labeled=True), rng=rng)
+            for _ in range(40)
+        }
         assert not bobs & skipped
-        assert labeling.next_group(s, "zoe", exclude=set(summary["groups"])) is None
+        assert (
+            labeling.next_group(s, labeling.LabelQueue("zoe"), exclude=set(summary["groups"]))
+            is None
+        )
 
 
 def test_sample_store_contents(sample: tuple[Path, dict]) -> None:

@@ -13,8 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 import litellm
-from litellm import CustomLLM
-from litellm.types.utils import ModelResponse, Usage
+from fakes import ScriptedLLM, register
 
 from rankgym.judges.calling import RetryPolicy
 from rankgym.types import Group, Message, ToolCall, ToolCallFunction, Trajectory
@@ -85,40 +84,28 @@ def answer(scores: dict[str, float], hack: set[str] | None = None) -> str:
 Script = str | BaseException | Callable[[list[dict[str, Any]]], str]
 
 
-class ScriptedJudge(CustomLLM):
+class ScriptedJudge(ScriptedLLM):
     """Returns scripted replies in order (the last one repeats); records every request."""
+
+    provider = "fakejudge"
 
     def __init__(self) -> None:
         super().__init__()
         self.script: list[Script] = []
         self.requests: list[list[dict[str, Any]]] = []
 
-    def _next(self, messages: list[dict[str, Any]]) -> str:
+    def reply(self, messages: list[dict[str, Any]]) -> str:
         self.requests.append(messages)
         item = self.script[min(len(self.requests) - 1, len(self.script) - 1)]
         if isinstance(item, BaseException):
             raise item
         return item(messages) if callable(item) else item
 
-    def completion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:  # type: ignore[override]
-        text = self._next(messages)
-        resp: ModelResponse = kwargs.get("model_response") or ModelResponse()
-        resp.choices[0].message.content = text  # type: ignore[union-attr]
-        resp.model = f"fakejudge/{model}"
-        resp.usage = Usage(prompt_tokens=100, completion_tokens=10, total_tokens=110)  # type: ignore[attr-defined]
-        return resp
-
-    async def acompletion(
-        self, model: str, messages: list, *args: Any, **kwargs: Any
-    ) -> ModelResponse:  # type: ignore[override]
-        return self.completion(model, messages, *args, **kwargs)
-
 
 def install_fake() -> ScriptedJudge:
+    """Register a fresh :class:`ScriptedJudge` as the ``fakejudge/`` provider."""
     fake = ScriptedJudge()
-    litellm.custom_provider_map = [
-        p for p in litellm.custom_provider_map if p.get("provider") != "fakejudge"
-    ] + [{"provider": "fakejudge", "custom_handler": fake}]
+    register(fake)
     return fake
 
 

@@ -8,22 +8,12 @@ import re
 
 import litellm
 import pytest
-from judge_fakes import FAST_RETRY, answer, install_fake, labels_in, make_group, rate_limit, timeout
+from judge_fakes import FAST_RETRY, answer, labels_in, make_group, rate_limit, timeout
 
 from rankgym.judges.group_judge import judge_groups, presentation_orders
 from rankgym.judges.record import judge_summary as summarize
 from rankgym.judges.spec import default_spec
 from rankgym.store import Store
-
-
-@pytest.fixture
-def fake():
-    f = install_fake()
-    yield f
-    litellm.custom_provider_map = [
-        p for p in litellm.custom_provider_map if p.get("provider") != "fakejudge"
-    ]
-
 
 SPEC = default_spec("fakejudge/m", rubric="Prefer correct answers.")
 

@@ -11,20 +11,11 @@ import json
 
 import litellm
 import pytest
-from judge_fakes import answer, install_fake, labels_in, make_group, tool_call
+from judge_fakes import answer, labels_in, make_group, tool_call
 
 from rankgym.cli import main
 from rankgym.store import Store
 from rankgym.types import Group, Message
-
-
-@pytest.fixture
-def fake():
-    f = install_fake()
-    yield f
-    litellm.custom_provider_map = [
-        p for p in litellm.custom_provider_map if p.get("provider") != "fakejudge"
-    ]
 
 
 def _put(path, *groups: Group) -> None:

@@ -10,9 +10,8 @@ from __future__ import annotations
 import json
 import re
 
-import litellm
 import pytest
-from judge_fakes import install_fake, labels_in
+from judge_fakes import labels_in
 
 from rankgym.cli import main
 from rankgym.judges.check import CheckConfig, check_orders, known_order, run_check
@@ -20,15 +19,6 @@ from rankgym.judges.spec import default_spec
 from rankgym.store import Store
 
 ENV = "rankgym/ToolUse-v0"
-
-
-@pytest.fixture
-def fake():
-    f = install_fake()
-    yield f
-    litellm.custom_provider_map = [
-        p for p in litellm.custom_provider_map if p.get("provider") != "fakejudge"
-    ]
 
 
 def position_judge(messages) -> str:

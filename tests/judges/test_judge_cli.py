@@ -4,22 +4,11 @@ from __future__ import annotations
 
 import json
 
-import litellm
-import pytest
-from judge_fakes import answer, install_fake, labels_in, make_group
+from judge_fakes import answer, labels_in, make_group
 
 from rankgym.cli import main
 from rankgym.judges.spec import default_spec, missing_credentials
 from rankgym.store import Store
-
-
-@pytest.fixture
-def fake():
-    f = install_fake()
-    yield f
-    litellm.custom_provider_map = [
-        p for p in litellm.custom_provider_map if p.get("provider") != "fakejudge"
-    ]
 
 
 def _store(path, n_groups=3):

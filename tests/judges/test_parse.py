@@ -71,20 +71,16 @@ def test_an_answer_quoted_inside_a_rationale_never_overrides_the_real_one(real, 
         parse_judge_reply(broken, LABELS)
 
 
+@pytest.mark.parametrize(("scale", "above"), [(10, 1), (100, 10)])
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.integers(0, 10), min_size=3, max_size=3).filter(lambda v: max(v) > 1))
-def test_a_reply_on_a_0_to_10_scale_is_divided_by_10(values):
+@given(data=st.data())
+def test_a_reply_on_a_0_to_10_or_0_to_100_scale_is_divided_by_its_top(scale, above, data):
+    values = data.draw(
+        st.lists(st.integers(0, scale), min_size=3, max_size=3).filter(lambda v: max(v) > above)
+    )
     out = parse_judge_reply(reply(dict(zip(LABELS, values, strict=True))), LABELS)
-    assert out.scale == 10.0
-    assert [out.items[k].score for k in LABELS] == pytest.approx([v / 10 for v in values])
-
-
-@settings(max_examples=100, deadline=None)
-@given(st.lists(st.integers(0, 100), min_size=3, max_size=3).filter(lambda v: max(v) > 10))
-def test_a_reply_on_a_0_to_100_scale_is_divided_by_100(values):
-    out = parse_judge_reply(reply(dict(zip(LABELS, values, strict=True))), LABELS)
-    assert out.scale == 100.0
-    assert [out.items[k].score for k in LABELS] == pytest.approx([v / 100 for v in values])
+    assert out.scale == float(scale)
+    assert [out.items[k].score for k in LABELS] == pytest.approx([v / scale for v in values])
 
 
 def test_two_different_top_level_answers_are_rejected_and_two_equal_ones_accepted():

@@ -69,14 +69,14 @@ def fake_scores(text: str) -> dict[str, float]:
 
 def install_fake_judge() -> None:
     """Register the ``trainerfake/`` LiteLLM provider (idempotent)."""
-    import litellm
-    from litellm import CustomLLM
-    from litellm.types.utils import ModelResponse, Usage
+    from fakes import ScriptedLLM, register
 
     from rankgym.judges.prompt import parse_ids_line
 
-    class FakeJudge(CustomLLM):
-        def completion(self, model: str, messages: list, *a: Any, **kw: Any) -> ModelResponse:  # type: ignore[override]
+    class FakeJudge(ScriptedLLM):
+        provider = "trainerfake"
+
+        def reply(self, messages: list[dict[str, Any]]) -> str:
             text = "\n".join(str(m.get("content") or "") for m in messages)
             labels = parse_ids_line(text) or []
             found = fake_scores(text)
@@ -84,20 +84,9 @@ def install_fake_judge() -> None:
                 {"trajectory_id": lab, "score": found.get(lab, 0.5), "rationale": "fake"}
                 for lab in labels
             ]
-            resp = kw.get("model_response") or ModelResponse()
-            resp.choices[0].message.content = json.dumps({"scores": scores})  # type: ignore[union-attr]
-            resp.model = f"trainerfake/{model}"
-            resp.usage = Usage(prompt_tokens=100, completion_tokens=10, total_tokens=110)  # type: ignore[attr-defined]
-            return resp
+            return json.dumps({"scores": scores})
 
-        async def acompletion(
-            self, model: str, messages: list, *a: Any, **kw: Any
-        ) -> ModelResponse:  # type: ignore[override]
-            return self.completion(model, messages, *a, **kw)
-
-    litellm.custom_provider_map = [
-        p for p in litellm.custom_provider_map if p.get("provider") != "trainerfake"
-    ] + [{"provider": "trainerfake", "custom_handler": FakeJudge()}]
+    register(FakeJudge())
 
 
 def tiny_config(model_dir: Path, out_dir: Path, steps: int = 3, **over: Any) -> dict[str, Any]:
