@@ -24,6 +24,7 @@ import contextlib
 import functools
 import os
 import queue
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -34,6 +35,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from rankgym.judges.agreement import agreement_report, disagreements
 from rankgym.store import Store
 
 STORE_ENV = "RANKGYM_STORE"
@@ -42,8 +44,6 @@ _local = threading.local()
 
 def store_path(argv: list[str] | None = None) -> Path | None:
     """The store path from ``--store PATH`` in the script arguments, else ``$RANKGYM_STORE``."""
-    import sys
-
     parser = argparse.ArgumentParser(add_help=False)
     parser.add_argument("--store")
     args, _ = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
@@ -371,8 +371,6 @@ def agreement(
 ) -> tuple[tuple, Slow]:
     """``rankgym.judges.agreement.agreement_report`` for one spec and env (background)."""
     path, version = key
-    from rankgym.judges.agreement import agreement_report
-
     name = ("agreement", path, spec_hash, env_id)
     job = functools.partial(
         _with_store,
@@ -390,8 +388,6 @@ def disagreement_rows(
 ) -> tuple[tuple, Slow]:
     """``rankgym.judges.agreement.disagreements`` (background): worst-agreeing groups first."""
     path, version = key
-    from rankgym.judges.agreement import disagreements
-
     name = ("disagreements", path, spec_hash, env_id, limit)
     job = functools.partial(
         _with_store, path, disagreements, spec_hash=spec_hash, env_id=env_id, limit=limit

@@ -37,7 +37,10 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from tqdm.auto import tqdm
+
 from rankgym.envs.policies import EpisodeContext, Generation, Policy, derive_seed
+from rankgym.envs.registry import make
 from rankgym.envs.rollout_report import RolloutResult, error_kind, error_lines, summarize
 from rankgym.errors import StoreBusy
 from rankgym.terminal import printable
@@ -91,8 +94,6 @@ def _env_factory(env: EnvSource) -> tuple[Callable[[], Any], str | None]:
     if isinstance(env, EnvFactory):
         return env.make, env.env_id
     if isinstance(env, str):
-        from rankgym.envs.registry import make
-
         env_id = env
         return (lambda: make(env_id)), env_id
     return env, None
@@ -206,8 +207,6 @@ def rollout_groups(
 
     bar = None
     if progress:
-        from tqdm.auto import tqdm
-
         bar = tqdm(total=len(pending), desc="episodes", unit="ep", leave=False)
 
     def finish(ep: _Episode) -> None:

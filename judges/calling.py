@@ -20,8 +20,10 @@ from typing import Any
 from rankgym.errors import RankgymError
 from rankgym.types import JudgeSpec
 
+from . import router
 from .parse import JudgeOutputError, clean_text
 from .record import Presentation
+from .router import RetryBudgetExhausted
 from .spec import RANKGYM_EXTRA
 
 __all__ = [
@@ -106,9 +108,7 @@ def _cost(resp: Any) -> float | None:
 
 async def call_judge(spec: JudgeSpec, messages: list[dict[str, str]], retry: RetryPolicy) -> Reply:
     """One ``litellm.acompletion`` call (no retry); raises what LiteLLM raises."""
-    from . import router  # through the LiteLLM Router when one serves spec.model
-
-    resp = await router.acompletion(
+    resp = await router.acompletion(  # through the LiteLLM Router when one serves spec.model
         retry.timeout_s + 5, **litellm_kwargs(spec, messages, retry.timeout_s)
     )
     text = resp.choices[0].message.content or "" if resp.choices else ""
@@ -124,8 +124,6 @@ async def call_judge(spec: JudgeSpec, messages: list[dict[str, str]], retry: Ret
 def is_retryable(e: BaseException) -> bool:
     """Whether another attempt may succeed (bad output, timeouts, rate limits, 5xx)."""
     import openai
-
-    from .router import RetryBudgetExhausted
 
     if isinstance(e, RetryBudgetExhausted):  # it already waited as long as allowed
         return False

@@ -37,6 +37,9 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from rankgym.envs.policies import make_policy
+from rankgym.envs.registry import make
+from rankgym.envs.rollout import rollout_groups
 from rankgym.types import Group, Judgement, JudgeSpec
 
 from .calling import RetryPolicy
@@ -80,9 +83,6 @@ def noise_levels(group_size: int) -> list[float]:
 
 def calibration_groups(cfg: CheckConfig, store: Store | None = None) -> list[Group]:
     """Roll out (or load from ``store``, same ids) the calibration groups of ``cfg``."""
-    from rankgym.envs.policies import make_policy
-    from rankgym.envs.registry import make
-    from rankgym.envs.rollout import rollout_groups
 
     spec = ",".join(f"oracle~{nz:g}" for nz in noise_levels(cfg.group_size))
     run_id = f"{RUN_ID}-s{cfg.seed}-g{cfg.group_size}"

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
+from rankgym.model import EMBEDDED_NAME, cache_dir
 from rankgym.types import Group, Message, Trajectory
 
 PROMPT_FORMAT = 2
@@ -323,8 +324,6 @@ def _custom_tokenizer(model: str) -> dict[str, Any] | None:
     if not model.startswith("local/"):
         return None
     if model not in _tokenizers:
-        from rankgym.model import EMBEDDED_NAME, cache_dir
-
         path = cache_dir() / "models" / EMBEDDED_NAME / "tokenizer.json"
         if not path.is_file():
             return None

@@ -48,6 +48,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from rankgym.config import load_config
 from rankgym.errors import RankgymError
 
 log = logging.getLogger(__name__)
@@ -172,8 +173,6 @@ def install_file(path: str) -> Any:
     Raises ``rankgym.config.ConfigError`` (one line, naming the file and key) when the file
     is missing or the table is wrong.
     """
-    from rankgym.config import load_config
-
     return install(load_config(path, _RouterFile).router)
 
 

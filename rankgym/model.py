@@ -13,7 +13,9 @@ from __future__ import annotations
 import importlib.util
 import logging
 import os
+import shutil
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -88,8 +90,6 @@ def _convert(src: Path, target: Path) -> None:
     model.save_pretrained(tmp, safe_serialization=True)
     tok.save_pretrained(tmp)
     if target.exists():
-        import shutil
-
         shutil.rmtree(target)
     tmp.rename(target)
 
@@ -179,7 +179,6 @@ def other_busy_cores(window_s: float = 0.3) -> float:
     average where there is no ``/proc`` (macOS). Counts all of the machine's cores, not a cgroup
     quota.
     """
-    import time
 
     def sample() -> tuple[int, int]:
         with open("/proc/stat") as fh:

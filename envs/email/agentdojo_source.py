@@ -28,14 +28,18 @@ e.g. a phishing "Your Facebook security code" next to the real one).
 from __future__ import annotations
 
 import ast
+import hashlib
 import importlib.util
 import logging
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from rankgym.envs.email import reward
+from rankgym.envs.email.inbox import GENERATOR_KEY, cache_root, write_inbox_db
 from rankgym.envs.email.reward import AnswerPart, contains_value, normalize_text
 from rankgym.envs.email.types import Email, Inbox, Person, Question
 
@@ -98,8 +102,6 @@ def agentdojo_root() -> Path | None:
 
 def agentdojo_version() -> str | None:
     """Installed agentdojo version (from its metadata), or None."""
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         return version("agentdojo")
     except PackageNotFoundError:
@@ -312,10 +314,6 @@ def question_parts(q: Question) -> tuple[AnswerPart, ...]:
 
 
 def _fingerprint() -> str:
-    import hashlib
-
-    from rankgym.envs.email import reward
-
     h = hashlib.sha256()
     for f in (Path(__file__), Path(reward.__file__)):
         h.update(f.read_bytes())
@@ -325,8 +323,6 @@ def _fingerprint() -> str:
 def ensure_agentdojo(root: Path | None = None) -> Path | None:
     """Path of the cached SQLite file of the workspace inbox (built if missing); None if
     agentdojo is not installed or its data cannot be read (logged as a warning)."""
-    from rankgym.envs.email.inbox import GENERATOR_KEY, cache_root, write_inbox_db
-
     pkg = agentdojo_root()
     version = agentdojo_version()
     if pkg is None or version is None:

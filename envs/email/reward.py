@@ -34,6 +34,7 @@ passes because it is a listed alias), and does not know relative dates ("next Mo
 from __future__ import annotations
 
 import json
+import os
 import re
 import unicodedata
 from dataclasses import dataclass, field
@@ -281,8 +282,6 @@ class LLMAnswerChecker:
         key = (question, reference, candidate)
         if key in self._cache:
             return self._cache[key]
-        import os
-
         os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
         import litellm
 

@@ -21,6 +21,8 @@ from collections.abc import Callable
 
 import sqlite_utils
 
+from rankgym.store.rows import search_text
+
 log = logging.getLogger(__name__)
 
 Migration = str | Callable[[sqlite3.Connection], None]
@@ -38,8 +40,6 @@ def enable_fts(conn: sqlite3.Connection) -> None:
 
 def _v4_text_column(conn: sqlite3.Connection) -> None:
     """v4: each trajectory's searchable text in a ``text`` column, FTS5 over it (see top)."""
-    from rankgym.store.rows import search_text
-
     conn.execute("ALTER TABLE trajectories ADD COLUMN text TEXT NOT NULL DEFAULT ''")
     last = -(2**63)
     while rows := conn.execute(
