@@ -81,6 +81,39 @@ def test_group_round_trip_and_filters(store_path):
     assert s.list_groups(judged=True)[0]["id"] == g1.id
 
 
+def test_label_queue_filters_skip_the_labelers_groups_and_single_trajectory_groups(store_path):
+    s = Store(store_path)
+    mine, other, single = make_group(step=0), make_group(step=1), make_group(step=2, n=1)
+    s.put_groups([mine, other, single])
+    s.add_human_ranking(mine.id, "ann", {}, skipped=True)  # a skip counts as seen
+    queue = {"not_labeled_by": "ann", "min_trajectories": 2}
+    assert s.group_ids_page(10, 0, **queue) == [other.id]
+    assert s.label_strata(**queue) == [{"run_id": "r1", "env_id": "rankgym/ToolUse-v0", "n": 1}]
+    assert s.group_ids_page(10, 0, not_labeled_by="bob", min_trajectories=2) == [mine.id, other.id]
+
+
+def test_judge_top_below_threshold_lists_the_judges_strict_favourite_that_failed(store_path):
+    s = Store(store_path)
+    g = make_group(n=3)  # verifiable rewards 0.0, 0.5, 1.0
+    s.put_group(g)
+    h = s.put_judge_spec(JudgeSpec(model="m", rubric="r"))
+    scores = [0.9, 0.1, 0.1]  # the judge prefers the trajectory with reward 0.0
+    s.put_judgement(
+        Judgement(
+            group_id=g.id,
+            spec_hash=h,
+            scores=[
+                TrajectoryScore(trajectory_id=t.id, score=x)
+                for t, x in zip(g.trajectories, scores, strict=True)
+            ],
+        )
+    )
+    rows = s.judge_top_below_threshold(0.5)
+    assert [(r["trajectory_id"], r["judge_score"]) for r in rows] == [(g.trajectories[0].id, 0.9)]
+    assert s.judge_top_below_threshold(0.0) == []  # reward 0.0 is not below 0.0
+    assert s.judge_spec_counts()[0]["groups"] == 1
+
+
 def test_rewriting_same_group_keeps_labels_and_scores(store_path):
     s = Store(store_path)
     g = make_group()
