@@ -197,7 +197,7 @@ def main() -> None:
     from rankgym.store import Store
 
     with Store(args.store, readonly=True) as s:
-        n = s.query("SELECT COUNT(*) AS n FROM trajectories")[0]["n"]
+        n = s.count_trajectories()
     size_mb = args.store.stat().st_size / 1e6
     print(json.dumps({"store": str(args.store), "trajectories": n, "size_mb": round(size_mb)}))
     if args.build_only:

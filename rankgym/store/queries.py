@@ -52,6 +52,10 @@ class StoreQueries(StoreFile):
         rows = self.query(f"SELECT DISTINCT g.step FROM groups g {where} ORDER BY g.step", params)
         return [r["step"] for r in rows]
 
+    def count_trajectories(self) -> int:
+        """How many trajectories the store holds."""
+        return self.query("SELECT COUNT(*) AS n FROM trajectories")[0]["n"]
+
     def group_index(self, env_id: str | None = None) -> Rows:
         """Every group (of one env): ``id``, ``env_id``, ``task_id``."""
         where, params = group_filters(env_id=env_id)
