@@ -54,10 +54,10 @@ from rankgym.envs.policies.base import (
     render_text_protocol,
 )
 from rankgym.envs.policies.litellm import LiteLLMPolicy
+from rankgym.envs.policies.render import assistant_turns, chat_ids, pick_tool_mode, prompt_ids
 from rankgym.envs.policies.scripted import OraclePolicy, RandomPolicy
 from rankgym.envs.policies.specs import make_policy
 from rankgym.envs.policies.transformers import TransformersPolicy
-from rankgym.envs.policies.render import assistant_turns, chat_ids, pick_tool_mode, prompt_ids
 
 # kept for code written against the single-module version
 _assistant_message = assistant_message
@@ -73,13 +73,13 @@ __all__ = [
     "Tools",
     "TransformersPolicy",
     "assistant_message",
-    "derive_seed",
-    "make_policy",
-    "render_calls",
     "assistant_turns",
     "chat_ids",
-    "render_native",
-    "render_text_protocol",
+    "derive_seed",
+    "make_policy",
     "pick_tool_mode",
     "prompt_ids",
+    "render_calls",
+    "render_native",
+    "render_text_protocol",
 ]
