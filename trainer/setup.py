@@ -51,6 +51,8 @@ def make_env_factory(env_id: str, kwargs: dict[str, Any], max_turns: int | None 
     except TypeError as e:
         try:
             plain = make(env_id)
+        except UnknownEnvError as e2:  # the registry itself refuses non-rankgym envs
+            raise UserError(f"env.id: {e2}") from None
         except Exception:
             plain = None
         if plain is not None and not isinstance(plain, Env):

@@ -28,7 +28,7 @@ HERE = Path(__file__).parent
 CHILD = textwrap.dedent(
     """
     import json, os, signal, sys
-    sys.path.insert(0, {helpers!r})
+    sys.path[:0] = [{helpers!r}, {tests!r}]  # trainer_helpers, and the tests/fakes it imports
     import torch
     torch.set_num_threads(1)
     from trainer_helpers import install_fake_judge
@@ -86,7 +86,7 @@ def test_sigkill_mid_step_then_resume_matches_uninterrupted(tmp_path: Path):
     assert ref["steps_run"] == 3 and ref["no_signal_steps"] == 0
 
     script = tmp_path / "child.py"
-    script.write_text(CHILD.format(helpers=str(HERE)))
+    script.write_text(CHILD.format(helpers=str(HERE), tests=str(HERE.parent)))
     cfg = tiny_config(model_dir, tmp_path / "killed", steps=3)
     # dies right after the optimizer step of step 2 (of 3): step 1 is checkpointed, 2 is not
     assert _child(cfg, "after_update", 2, False, script) == -signal.SIGKILL
