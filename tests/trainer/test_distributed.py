@@ -20,7 +20,7 @@ from rankgym.cli import main
 
 ROOT = Path(__file__).parents[2]
 LAUNCHER = """import sys
-sys.path.insert(0, {helpers!r})
+sys.path[:0] = [{helpers!r}, {tests!r}]  # trainer_helpers, and the tests/fakes it imports
 from trainer_helpers import install_fake_judge
 install_fake_judge()
 from rankgym.cli import main
@@ -42,7 +42,9 @@ def test_two_processes_train_the_same_adapter_as_one(tmp_path: Path, one_torch_t
         main(["train", "--config", str(cfg), "--out", str(tmp_path / "one"), "--json", "-q"]) == 0
     )
     launcher = tmp_path / "launch_rankgym.py"
-    launcher.write_text(LAUNCHER.format(helpers=str(Path(__file__).parent)))
+    launcher.write_text(
+        LAUNCHER.format(helpers=str(Path(__file__).parent), tests=str(Path(__file__).parents[1]))
+    )
     accelerate = str(Path(sys.executable).parent / "accelerate")
     env = {**os.environ, "OMP_NUM_THREADS": "1", "RANKGYM_THREADS": "1"}
     run = subprocess.run(
