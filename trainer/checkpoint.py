@@ -28,6 +28,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from rankgym.errors import UserError
+
 PREFIX = "step-"
 STATE_FILE = "trainer_state.pt"
 META_FILE = "meta.json"
@@ -223,8 +225,6 @@ def run_identity(
     ``resumable``), else a new one written to run.json. A dir whose earlier start never finished
     a step is reused; one with a checkpoint or step manifest needs ``resume``."""
     import time
-
-    from rankgym.cli import UserError
 
     out = Path(out_dir)
     saved = read_run(out)

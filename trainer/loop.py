@@ -42,8 +42,8 @@ from typing import Any
 
 import torch
 
-from rankgym.cli import UserError
 from rankgym.envs.policies import TransformersPolicy, derive_seed
+from rankgym.errors import UserError
 from rankgym.model import enable_checkpointing, set_torch_threads, use_bf16
 from rankgym.trainer import checkpoint as ckpt
 from rankgym.trainer.config import TrainConfig

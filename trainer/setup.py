@@ -13,8 +13,8 @@ from typing import Any
 
 import torch
 
-from rankgym.cli import UserError
 from rankgym.envs.policies import derive_seed
+from rankgym.errors import UserError
 from rankgym.model import enable_checkpointing, load_policy_model
 from rankgym.trainer.config import TrainConfig
 from rankgym.trainer.grpo import LossSettings, UpdateSettings

@@ -39,7 +39,7 @@ from typing import Any
 
 import torch
 
-from rankgym.cli import UserError
+from rankgym.errors import UserError
 from rankgym.trainer.grpo import Sample, collate, token_logprobs, trajectory_rows
 
 __all__ = [

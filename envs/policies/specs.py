@@ -12,6 +12,7 @@ from rankgym.envs.policies.base import Policy
 from rankgym.envs.policies.litellm import LiteLLMPolicy
 from rankgym.envs.policies.scripted import OraclePolicy, RandomPolicy, noisy_oracle
 from rankgym.envs.policies.transformers import TransformersPolicy, _cpu_bf16_supported
+from rankgym.errors import UserError
 
 
 def make_policy(
@@ -28,8 +29,6 @@ def make_policy(
     ``max_new_tokens`` defaults to 96 for local models and 512 for LiteLLM models. Raises
     ``rankgym.cli.UserError`` for an unknown spec or a missing model directory.
     """
-    from rankgym.cli import UserError
-
     if "," in spec:  # a mixed group: round-robin over the listed policies
         from rankgym.envs.policies.mixed import MixedPolicy
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from rankgym.cli import UserError, main
+from rankgym.cli import main
 from rankgym.envs.policies import make_policy
 from rankgym.envs.rollout import rollout_groups
+from rankgym.errors import UserError
 from rankgym.store import Store
 
 ENV = "rankgym/ToolUse-v0"

@@ -7,7 +7,6 @@ import json
 import pytest
 import torch
 
-from rankgym.cli import UserError
 from rankgym.envs.policies import (
     EpisodeContext,
     LiteLLMPolicy,
@@ -20,6 +19,7 @@ from rankgym.envs.policies import (
     render_text_protocol,
 )
 from rankgym.envs.toolcalls import protocol_prompt
+from rankgym.errors import UserError
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

@@ -9,8 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rankgym.cli import UserError, main
+from rankgym.cli import main
 from rankgym.envs.rollout_command import MAX_GROUP_SIZE, parse_env_kwargs
+from rankgym.errors import UserError
 from rankgym.store import Store
 
 

@@ -124,7 +124,7 @@ def test_resume_refuses_a_changed_config(tmp_path: Path):
     dumped = validate_config(cfg, TrainConfig).model_dump(mode="json")
     (tmp_path / "run" / "run.json").write_text(json.dumps({"run_id": "x", "config": dumped}))
     changed = validate_config({**cfg, "seed": 8}, TrainConfig)
-    from rankgym.cli import UserError
+    from rankgym.errors import UserError
 
     with pytest.raises(UserError, match="seed"):
         Trainer(changed, resume=True, progress=False).setup()
@@ -137,7 +137,7 @@ def test_resume_refuses_a_changed_config(tmp_path: Path):
 def test_a_bad_env_id_fails_before_writing_and_a_failed_start_leaves_the_dir_reusable(
     tmp_path: Path,
 ):
-    from rankgym.cli import UserError
+    from rankgym.errors import UserError
 
     model_dir = save_tiny_model(tmp_path / "tiny")
     cfg = tiny_config(model_dir, tmp_path / "run", steps=1)

@@ -9,11 +9,12 @@ import pytest
 import torch
 from trainer_helpers import install_fake_judge, save_tiny_model, tiny_config, tiny_model, to_toml
 
-from rankgym.cli import UserError, main
+from rankgym.cli import main
 from rankgym.config import validate_config
 from rankgym.envs.policies import TransformersPolicy, assistant_message
 from rankgym.envs.policies.scripted import OraclePolicy
 from rankgym.envs.rollout import rollout_to_store
+from rankgym.errors import UserError
 from rankgym.store import Store
 from rankgym.trainer.config import TrainConfig
 from rankgym.trainer.setup import make_env_factory
