@@ -17,7 +17,7 @@ from rankgym.envs.policies.base import (
     Messages,
     Tools,
     assistant_message,
-    derive_seed,
+    row_seed,
 )
 from rankgym.envs.policies.render import assistant_turns, pick_tool_mode, prompt_ids
 from rankgym.types import Turn
@@ -138,11 +138,7 @@ class TransformersPolicy:
         prompts: list[tuple[int, list[int], int]] = []  # (index, ids, row seed)
         notes: dict[int, list[str]] = {}
         for i, (messages, tool_list) in enumerate(zip(batch, tools, strict=True)):
-            ctx = contexts[i] if contexts is not None else None
-            if ctx is not None and ctx.seed is not None:
-                row_seed = derive_seed(self.seed, ctx.seed, ctx.turn)
-            else:
-                row_seed = self._rng.getrandbits(63)
+            seed = row_seed(self.seed, contexts[i] if contexts is not None else None, self._rng)
             try:
                 ids, notes[i] = self.encode(messages, tool_list)
             except Exception as e:  # a template that rejects this conversation
@@ -152,7 +148,7 @@ class TransformersPolicy:
                     error=f"chat template failed: {type(e).__name__}: {e}",
                 )
                 continue
-            prompts.append((i, ids, row_seed))
+            prompts.append((i, ids, seed))
         prompts.sort(key=lambda p: len(p[1]))  # similar lengths together: less padding
         for start in range(0, len(prompts), self.max_batch_size):
             chunk = prompts[start : start + self.max_batch_size]
