@@ -14,6 +14,7 @@ from typing import Any
 
 from rankgym.cli import Command
 from rankgym.errors import UserError
+from rankgym.model import cache_dir
 
 from .commands import DEFAULT_JUDGE, _spec_from_args
 
@@ -23,8 +24,6 @@ MAX_GROUP_SIZE = 16
 
 def default_store() -> Path:
     """``judge-check.db`` in rankgym's cache dir (``$RANKGYM_CACHE`` or ~/.cache/rankgym)."""
-    from rankgym.model import cache_dir
-
     return cache_dir() / "judge-check.db"
 
 

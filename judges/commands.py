@@ -52,41 +52,17 @@ def _judge_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--router", metavar="TOML", help="send the judge through a LiteLLM Router: the file's [router] table (deployments, fallbacks, rpm/tpm, retry budget; docs/scale.md)")  # fmt: skip
 
 
-def _spec_from_args(args: argparse.Namespace) -> Any:
-    from .spec import default_spec
+def _spec_from_args(args: argparse.Namespace) -> JudgeSpec:
+    from .spec import spec_from_options
 
-    rubric = None
-    if args.rubric:
-        path = Path(args.rubric)
-        if not path.is_file():
-            raise UserError(
-                f"rubric file {args.rubric!r} does not exist; pass a text/markdown file"
-            )
-        rubric = path.read_text(encoding="utf-8")
-        if not rubric.strip():
-            raise UserError(f"rubric file {args.rubric!r} is empty")
-    if "/" not in args.judge:
-        raise UserError(
-            f"--judge {args.judge!r} is not a LiteLLM model string; use provider/model, e.g. "
-            "local/smollm2, openai/gpt-4.1-mini, anthropic/claude-sonnet-4-5, ollama/qwen3:8b"
-        )
-    params: dict[str, Any] = {"seed": args.seed}
-    if args.max_tokens is not None:
-        if args.max_tokens < 1:
-            raise UserError(f"--max-tokens must be at least 1 (got {args.max_tokens})")
-        params["max_tokens"] = args.max_tokens
-    if args.context_window is not None:
-        answer = args.max_tokens or (512 if args.judge.startswith("local/") else 2048)
-        if args.context_window <= answer:
-            raise UserError(
-                f"--context-window {args.context_window} leaves no room for the request: it "
-                f"must be larger than the answer budget (--max-tokens {answer}); pass the "
-                "judge's whole context in tokens, e.g. --context-window 8192"
-            )
-        params["context_window"] = args.context_window
-    if args.api_base:
-        params["extra"] = {"api_base": args.api_base}
-    return default_spec(args.judge, rubric, **params)
+    return spec_from_options(
+        args.judge,
+        rubric_file=args.rubric,
+        seed=args.seed,
+        max_tokens=args.max_tokens,
+        context_window=args.context_window,
+        api_base=args.api_base,
+    )
 
 
 def _open_store(path: str, readonly: bool = False) -> Any:

@@ -10,8 +10,11 @@ environment variables a provider needs; a wrong key is only caught by the first 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
+from rankgym.errors import UserError
 from rankgym.types import JudgeSpec
 
 from .prompt import PROMPT_FORMAT, default_rubric
@@ -53,6 +56,65 @@ def default_spec(
         fields.update(context_window=8192, max_tokens=512)
     fields.update(params)
     return JudgeSpec(**fields)
+
+
+def spec_from_options(
+    model: str,
+    *,
+    rubric_file: str | None = None,
+    seed: int = 0,
+    max_tokens: int | None = None,
+    context_window: int | None = None,
+    api_base: str | None = None,
+    names: Mapping[str, str] | None = None,
+) -> JudgeSpec:
+    """The judge spec a user's options describe (CLI flags or a train config's ``[judge]``).
+
+    Reads the rubric file and checks every option, raising ``UserError`` that names the option
+    as the user typed it (``names`` maps ``judge``, ``rubric``, ``max_tokens``,
+    ``context_window`` to e.g. ``--judge`` or ``judge.model``). Does not check credentials.
+    """
+    name = {**_CLI_NAMES, **(names or {})}
+    rubric = None
+    if rubric_file:
+        path = Path(rubric_file)
+        if not path.is_file():
+            raise UserError(
+                f"{name['rubric']}: file {rubric_file!r} does not exist; pass a text/markdown file"
+            )
+        rubric = path.read_text(encoding="utf-8", errors="replace")
+        if not rubric.strip():
+            raise UserError(f"{name['rubric']}: file {rubric_file!r} is empty")
+    if "/" not in model:
+        raise UserError(
+            f"{name['judge']} {model!r} is not a LiteLLM model string; use provider/model, e.g. "
+            "local/smollm2, openai/gpt-4.1-mini, anthropic/claude-sonnet-4-5, ollama/qwen3:8b"
+        )
+    params: dict[str, Any] = {"seed": seed}
+    if max_tokens is not None:
+        if max_tokens < 1:
+            raise UserError(f"{name['max_tokens']} must be at least 1 (got {max_tokens})")
+        params["max_tokens"] = max_tokens
+    if context_window is not None:
+        answer = max_tokens or (512 if model.startswith(LOCAL_PREFIX) else 2048)
+        if context_window <= answer:
+            raise UserError(
+                f"{name['context_window']} {context_window} leaves no room for the request: it "
+                f"must be larger than the answer budget ({name['max_tokens']} {answer}); pass the "
+                "judge's whole context in tokens, e.g. 8192"
+            )
+        params["context_window"] = context_window
+    if api_base:
+        params["extra"] = {"api_base": api_base}
+    return default_spec(model, rubric, **params)
+
+
+_CLI_NAMES = {
+    "judge": "--judge",
+    "rubric": "--rubric",
+    "max_tokens": "--max-tokens",
+    "context_window": "--context-window",
+}
 
 
 def missing_credentials(spec: JudgeSpec) -> list[str]:

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rankgym.errors import UserError
+from rankgym.model import cache_dir
 from rankgym.types import JudgeSpec, content_hash
 
 if TYPE_CHECKING:
@@ -46,8 +47,6 @@ CACHE_VERSION = 1
 
 def checks_dir() -> Path:
     """Where judge-check results and their store live: ``$RANKGYM_CACHE/judge-checks``."""
-    from rankgym.model import cache_dir
-
     return cache_dir() / "judge-checks"
 
 

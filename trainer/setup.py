@@ -15,9 +15,11 @@ import torch
 
 from rankgym.envs.policies import derive_seed
 from rankgym.errors import UserError
+from rankgym.judges.spec import spec_from_options
 from rankgym.model import enable_checkpointing, load_policy_model
 from rankgym.trainer.config import TrainConfig
 from rankgym.trainer.grpo import LossSettings, UpdateSettings
+from rankgym.types import JudgeSpec
 
 __all__ = [
     "build_lora_model",
@@ -65,25 +67,23 @@ def make_env_factory(env_id: str, kwargs: dict[str, Any], max_turns: int | None 
     return EnvFactory(lambda: make(env_id, **kw), env_id)
 
 
-def judge_spec(cfg: TrainConfig) -> Any:
-    """The judge spec of a training config (raises ``UserError`` for a missing rubric file)."""
-    from rankgym.judges.group_judge import default_spec
-
+def judge_spec(cfg: TrainConfig) -> JudgeSpec:
+    """The judge spec of a training config (raises ``UserError`` naming the ``judge.*`` key)."""
     j = cfg.judge
-    rubric = None
-    if j.rubric:
-        p = Path(j.rubric)
-        if not p.is_file():
-            raise UserError(f"judge.rubric: file {j.rubric!r} does not exist")
-        rubric = p.read_text(encoding="utf-8")
-    params: dict[str, Any] = {"seed": cfg.seed}
-    if j.context_window:
-        params["context_window"] = j.context_window
-    if j.max_tokens:
-        params["max_tokens"] = j.max_tokens
-    if j.api_base:
-        params["extra"] = {"api_base": j.api_base}
-    return default_spec(j.model, rubric, **params)
+    return spec_from_options(
+        j.model,
+        rubric_file=j.rubric,
+        seed=cfg.seed,
+        max_tokens=j.max_tokens or None,
+        context_window=j.context_window or None,
+        api_base=j.api_base,
+        names={
+            "judge": "judge.model",
+            "rubric": "judge.rubric",
+            "max_tokens": "judge.max_tokens",
+            "context_window": "judge.context_window",
+        },
+    )
 
 
 def check_env(cfg: TrainConfig) -> tuple[Any, float, int]:

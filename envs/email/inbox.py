@@ -37,6 +37,7 @@ from typing import Any
 
 from rankgym.envs.email.generator import generate_inbox, inbox_splits
 from rankgym.envs.email.types import GENERATOR_VERSION, Email, Inbox, Person, Question
+from rankgym.model import cache_dir
 
 MAX_RESULTS = 10
 MAX_KEYWORDS = 12
@@ -93,8 +94,7 @@ _DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}( \d{2}:\d{2})?$")
 
 def cache_root() -> Path:
     """``$RANKGYM_CACHE/email`` (default ``~/.cache/rankgym/email``)."""
-    base = os.environ.get("RANKGYM_CACHE") or str(Path.home() / ".cache" / "rankgym")
-    return Path(base) / "email"
+    return cache_dir() / "email"
 
 
 def write_inbox_db(path: str | Path, inbox: Inbox, meta: dict[str, Any] | None = None) -> Path:
