@@ -220,7 +220,7 @@ def run_eval(
     from rankgym.envs.policies import TransformersPolicy
     from rankgym.model import use_bf16
     from rankgym.trainer.evaluate import AdapterOffPolicy, evaluate_policies
-    from rankgym.trainer.loop import make_env_factory
+    from rankgym.trainer.setup import make_env_factory
 
     model, tok = _load_adapter_model(adapter, base, device)
     env = make_env_factory(env_id, env_kwargs)

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import time
 from pathlib import Path
 from typing import Any
@@ -44,34 +43,22 @@ import torch
 
 from rankgym.envs.policies import TransformersPolicy, derive_seed
 from rankgym.errors import UserError
-from rankgym.model import enable_checkpointing, set_torch_threads, use_bf16
+from rankgym.model import set_torch_threads, use_bf16
 from rankgym.trainer import checkpoint as ckpt
 from rankgym.trainer.config import TrainConfig
 from rankgym.trainer.distributed import from_env as dist_from_env
 from rankgym.trainer.distributed import rank_config
 from rankgym.trainer.grpo import Sample, group_advantages, grpo_update, trajectory_rows
 from rankgym.trainer.preflight import judge_preflight
-from rankgym.trainer.rewards import blend_reward, step_metrics, step_rewards
+from rankgym.trainer.rewards import history_summary, step_line, step_metrics, step_rewards
 from rankgym.trainer.setup import (
     build_lora_model,
     check_env,
     judge_spec,
-    make_env_factory,
     make_optimizer,
     update_settings,
 )
 from rankgym.types import Group
-
-__all__ = [
-    "Trainer",
-    "blend_reward",
-    "enable_checkpointing",
-    "env_factory",
-    "make_env_factory",
-    "use_bf16",
-]
-
-env_factory = make_env_factory  # the name older callers import
 
 log = logging.getLogger(__name__)
 
@@ -463,15 +450,7 @@ class Trainer:
         for k in range(self.start_step, cfg.steps):
             m = self.step(k)
             history.append(m)
-            self.echo(
-                f"step {k + 1}/{cfg.steps}  reward {_fmt_metric(m['reward_mean'])}"
-                f"  verifiable {_fmt_metric(m['verifiable_mean'])}"
-                f"  success {_fmt_metric(m['success_rate'])}"
-                f"  zero-var {m['zero_variance_groups']}/{m['groups']}"
-                + (f"  hack-penalized {m['hack_penalized']}" if m["hack_penalized"] else "")
-                + f"  {m['time_step_s']:.0f}s (rollout {m['time_rollout_s'] or 0:.0f}s,"
-                f" judge {m['time_judge_s'] or 0:.0f}s, update {m['time_update_s']:.0f}s)"
-            )
+            self.echo(step_line(m, k, cfg.steps))
             if (
                 cfg.eval.every
                 and (k + 1) % cfg.eval.every == 0
@@ -488,7 +467,6 @@ class Trainer:
             ev = self.evaluate(f"step{cfg.steps}")
             ev["step"] = cfg.steps
             evals.append(ev)
-        rewards = [r for r in (m.get("reward_mean") for m in history) if r is not None]
         summary = {
             "run_id": self.run_id,
             "store": str(self.cfg.store_path),
@@ -499,17 +477,7 @@ class Trainer:
             "start_step": self.start_step,
             "reward": cfg.reward.kind,
             "judge_check": self.judge_check,
-            "reward_first": rewards[0] if rewards else None,
-            "reward_last": rewards[-1] if rewards else None,
-            "no_signal_steps": sum(bool(m["no_signal"]) for m in history),
-            "hack_penalized": sum(int(m.get("hack_penalized") or 0) for m in history),
-            "reward_per_step": [
-                {
-                    k: m.get(k)
-                    for k in ("reward_mean", "judge_score_mean", "verifiable_mean", "success_rate")
-                }
-                for m in history
-            ],
+            **history_summary(history),
             "wall_s": round(time.perf_counter() - t0, 1),
             "evals": evals,
             "sft": self.sft_summary,
@@ -518,7 +486,3 @@ class Trainer:
             self.sync.close()
         self.store.close()
         return summary
-
-
-def _fmt_metric(x: float | None) -> str:
-    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.3f}"

@@ -17,6 +17,7 @@ penalty, no format reward: format credit is the env's business), and no normalis
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass, field
 from typing import Any
@@ -178,3 +179,38 @@ def step_metrics(
         "threads": timing.get("threads"),
         "bf16": bf16,
     }
+
+
+def step_line(m: dict[str, Any], k: int, steps: int) -> str:
+    """The one-line progress report of step ``k`` (0-based) from its metrics."""
+    return (
+        f"step {k + 1}/{steps}  reward {_fmt(m['reward_mean'])}"
+        f"  verifiable {_fmt(m['verifiable_mean'])}"
+        f"  success {_fmt(m['success_rate'])}"
+        f"  zero-var {m['zero_variance_groups']}/{m['groups']}"
+        + (f"  hack-penalized {m['hack_penalized']}" if m["hack_penalized"] else "")
+        + f"  {m['time_step_s']:.0f}s (rollout {m['time_rollout_s'] or 0:.0f}s,"
+        f" judge {m['time_judge_s'] or 0:.0f}s, update {m['time_update_s']:.0f}s)"
+    )
+
+
+def history_summary(history: list[dict[str, Any]]) -> dict[str, Any]:
+    """What a run's summary says about its steps' rewards (first/last, no-signal steps, ...)."""
+    rewards = [r for r in (m.get("reward_mean") for m in history) if r is not None]
+    return {
+        "reward_first": rewards[0] if rewards else None,
+        "reward_last": rewards[-1] if rewards else None,
+        "no_signal_steps": sum(bool(m["no_signal"]) for m in history),
+        "hack_penalized": sum(int(m.get("hack_penalized") or 0) for m in history),
+        "reward_per_step": [
+            {
+                k: m.get(k)
+                for k in ("reward_mean", "judge_score_mean", "verifiable_mean", "success_rate")
+            }
+            for m in history
+        ],
+    }
+
+
+def _fmt(x: float | None) -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.3f}"
