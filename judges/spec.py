@@ -82,7 +82,13 @@ def spec_from_options(
             raise UserError(
                 f"{name['rubric']}: file {rubric_file!r} does not exist; pass a text/markdown file"
             )
-        rubric = path.read_text(encoding="utf-8", errors="replace")
+        try:
+            rubric = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as e:
+            raise UserError(
+                f"{name['rubric']}: file {rubric_file!r} is not UTF-8 text (byte {e.start}); "
+                "save it as UTF-8"
+            ) from None
         if not rubric.strip():
             raise UserError(f"{name['rubric']}: file {rubric_file!r} is empty")
     if "/" not in model:
