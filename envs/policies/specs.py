@@ -11,8 +11,9 @@ from typing import Any
 from rankgym.envs.policies.base import Policy
 from rankgym.envs.policies.litellm import LiteLLMPolicy
 from rankgym.envs.policies.scripted import OraclePolicy, RandomPolicy, noisy_oracle
-from rankgym.envs.policies.transformers import TransformersPolicy, _cpu_bf16_supported
+from rankgym.envs.policies.transformers import TransformersPolicy
 from rankgym.errors import UserError
+from rankgym.model import auto_dtype
 
 
 def make_policy(
@@ -49,7 +50,7 @@ def make_policy(
     if spec in ("embedded", "transformers"):
         from rankgym.model import shared_embedded
 
-        dtype = "bfloat16" if _cpu_bf16_supported() else "float32"
+        dtype = auto_dtype("cpu")
         model, tok = shared_embedded(dtype)
         return TransformersPolicy(model, tok, name="embedded", **sampling)
     if spec.startswith("hf:"):
@@ -68,7 +69,7 @@ def make_policy(
             )
         from rankgym.model import load_causal_lm
 
-        dtype = "bfloat16" if _cpu_bf16_supported() else "float32"
+        dtype = auto_dtype("cpu")
         model, tok = load_causal_lm(path, dtype=dtype)
         if adapter is not None:
             from peft import PeftModel

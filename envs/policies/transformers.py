@@ -20,6 +20,7 @@ from rankgym.envs.policies.base import (
     row_seed,
 )
 from rankgym.envs.policies.render import assistant_turns, pick_tool_mode, prompt_ids
+from rankgym.model import cpu_bf16_native
 from rankgym.types import Turn
 
 AUTOCAST_MIN_ROWS = 8
@@ -80,7 +81,7 @@ class TransformersPolicy:
         self.device = param.device
         self.autocast = autocast
         self._autocast_capable = (
-            self.device.type == "cpu" and param.dtype == torch.float32 and _cpu_bf16_supported()
+            self.device.type == "cpu" and param.dtype == torch.float32 and cpu_bf16_native()
         )
         base = model.get_base_model() if hasattr(model, "get_base_model") else model
         params = inspect.signature(type(base).forward).parameters
@@ -266,12 +267,3 @@ class TransformersPolicy:
             [torch.multinomial(probs[j], 1, generator=g)[0] for j, g in enumerate(gens)]
         )
         return tokens, logprobs.gather(1, tokens[:, None])[:, 0]
-
-
-def _cpu_bf16_supported() -> bool:
-    import torch
-
-    try:
-        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
-    except (AttributeError, RuntimeError):
-        return False
