@@ -35,35 +35,26 @@ def make_env_factory(env_id: str, kwargs: dict[str, Any], max_turns: int | None 
 
     Makes one env now, so a bad id or bad kwargs fail here with a ``UserError``.
     """
-    from rankgym.envs.base import Env
     from rankgym.envs.registry import UnknownEnvError, make
     from rankgym.envs.rollout import EnvFactory
 
     kw = dict(kwargs)
     if max_turns is not None:
         kw["max_turns"] = max_turns
-    not_ours = UserError(
-        f"env.id: {env_id!r} is a Gymnasium env but not a rankgym env (no tasks, tools or "
-        "judge view); `rankgym envs` lists the rankgym ones"
-    )
     try:
-        env = make(env_id, **kw)
-    except UnknownEnvError as e:
+        make(env_id, **kw)
+    except UnknownEnvError as e:  # unknown, or a Gymnasium env that is not a rankgym env
         raise UserError(f"env.id: {e}") from None
     except TypeError as e:
         try:
-            plain = make(env_id)
-        except UnknownEnvError as e2:  # the registry itself refuses non-rankgym envs
+            make(env_id)
+        except UnknownEnvError as e2:  # not ours: the kwargs were never the problem
             raise UserError(f"env.id: {e2}") from None
-        except Exception:
-            plain = None
-        if plain is not None and not isinstance(plain, Env):
-            raise not_ours from None
+        except Exception:  # the plain env fails too; the kwargs error is what we can name
+            pass
         raise UserError(f"env.kwargs: {env_id} does not take these arguments: {e}") from None
     except ValueError as e:
         raise UserError(f"env.kwargs: {e}") from None
-    if not isinstance(env, Env):
-        raise not_ours
     return EnvFactory(lambda: make(env_id, **kw), env_id)
 
 
