@@ -17,18 +17,9 @@ import statistics
 import time
 from pathlib import Path
 
+from rankgym.envs.toolcalls import assistant_call
 from rankgym.store import Store
-from rankgym.types import (
-    Group,
-    Judgement,
-    JudgeSpec,
-    Message,
-    ToolCall,
-    ToolCallFunction,
-    Trajectory,
-    TrajectoryScore,
-    Turn,
-)
+from rankgym.types import Group, Judgement, JudgeSpec, Message, Trajectory, TrajectoryScore, Turn
 
 WORDS = (
     "invoice meeting quarterly budget report shipment delayed contract renewal Alice Bob Carol "
@@ -49,20 +40,9 @@ def make_trajectory(rng: random.Random, env: str, task: str) -> Trajectory:
     ]
     turns = []
     for k in range(3):
-        msgs.append(
-            Message(
-                role="assistant",
-                content=text(15),
-                tool_calls=[
-                    ToolCall(
-                        id=f"call_{k}",
-                        function=ToolCallFunction(
-                            name="search_emails", arguments=json.dumps({"keywords": text(3)})
-                        ),
-                    )
-                ],
-            )
-        )
+        content = text(15)
+        call = assistant_call("search_emails", {"keywords": text(3)}, f"call_{k}", content)
+        msgs.append(Message.from_dict(call))
         turns.append(
             Turn(
                 message_index=len(msgs) - 1,

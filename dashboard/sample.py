@@ -17,19 +17,11 @@ from __future__ import annotations
 import json
 import random
 from pathlib import Path
+from typing import Any
 
+from rankgym.envs.toolcalls import assistant_call
 from rankgym.store import Store
-from rankgym.types import (
-    Group,
-    Judgement,
-    JudgeSpec,
-    Message,
-    ToolCall,
-    ToolCallFunction,
-    Trajectory,
-    TrajectoryScore,
-    Turn,
-)
+from rankgym.types import Group, Judgement, JudgeSpec, Message, Trajectory, TrajectoryScore, Turn
 
 TRAIN_RUN = "demo-train"
 BASELINE_RUN = "baseline-eval"
@@ -57,8 +49,9 @@ _SYSTEM = {
 }
 
 
-def _call(name: str, args: dict, cid: str) -> ToolCall:
-    return ToolCall(id=cid, function=ToolCallFunction(name=name, arguments=json.dumps(args)))
+def _call(name: str, args: dict[str, Any], cid: str, content: str | None = None) -> Message:
+    """An assistant message making one tool call (``envs.toolcalls.assistant_call``, typed)."""
+    return Message.from_dict(assistant_call(name, args, cid, content))
 
 
 def _tool_use(rng: random.Random, k: int, good: bool) -> tuple[list[Message], float]:
@@ -67,10 +60,11 @@ def _tool_use(rng: random.Random, k: int, good: bool) -> tuple[list[Message], fl
     answer = right if good else right + rng.choice([-10, 1, 9, 100])
     msgs = [
         Message(role="user", content=f"What is {a} * {b}? Use the calculator."),
-        Message(
-            role="assistant",
-            content="Let me compute that." if k % 2 else None,
-            tool_calls=[_call("calculator", {"expression": f"{a}*{b}"}, f"call_{k}_1")],
+        _call(
+            "calculator",
+            {"expression": f"{a}*{b}"},
+            f"call_{k}_1",
+            "Let me compute that." if k % 2 else None,
         ),
         Message(role="tool", tool_call_id=f"call_{k}_1", name="calculator", content=str(right)),
         Message(role="assistant", content=f"{a} * {b} = {answer}"),
@@ -91,22 +85,15 @@ def _email(rng: random.Random, k: int, good: bool) -> tuple[list[Message], float
     venue = "the Harbor Loft" if good else "the Riverside Hotel"
     msgs = [
         Message(role="user", content=f"Where is the Q3 offsite that {who} organised?"),
-        Message(
-            role="assistant",
-            tool_calls=[_call("search_emails", {"query": "Q3 offsite venue"}, f"call_{k}_1")],
-        ),
+        _call("search_emails", {"query": "Q3 offsite venue"}, f"call_{k}_1"),
         Message(role="tool", tool_call_id=f"call_{k}_1", content=json.dumps(hits, indent=1)),
-        Message(
-            role="assistant",
-            tool_calls=[_call("read_email", {"id": hits[0]["id"]}, f"call_{k}_2")],
-        ),
+        _call("read_email", {"id": hits[0]["id"]}, f"call_{k}_2"),
         Message(role="tool", tool_call_id=f"call_{k}_2", content=body),
-        Message(
-            role="assistant",
-            content=f"It is at {venue}.",
-            tool_calls=[
-                _call("answer", {"text": venue, "sources": [hits[0]["id"]]}, f"call_{k}_3")
-            ],
+        _call(
+            "answer",
+            {"text": venue, "sources": [hits[0]["id"]]},
+            f"call_{k}_3",
+            f"It is at {venue}.",
         ),
     ]
     return msgs, 1.0 if good else 0.0
@@ -125,16 +112,14 @@ def _code(rng: random.Random, k: int, good: bool) -> tuple[list[Message], float]
             role="user",
             content="Implement running_max(xs) returning the running maximum of a list.",
         ),
-        Message(
-            role="assistant",
-            content="Here is my implementation; running the visible tests.",
-            tool_calls=[_call("run_tests", {"code": impl}, f"call_{k}_1")],
+        _call(
+            "run_tests",
+            {"code": impl},
+            f"call_{k}_1",
+            "Here is my implementation; running the visible tests.",
         ),
         Message(role="tool", tool_call_id=f"call_{k}_1", name="run_tests", content=visible),
-        Message(
-            role="assistant",
-            tool_calls=[_call("submit", {"code": impl}, f"call_{k}_2")],
-        ),
+        _call("submit", {"code": impl}, f"call_{k}_2"),
         Message(role="tool", tool_call_id=f"call_{k}_2", name="submit", content="submitted"),
     ]
     return msgs, 1.0 if good else 0.0
@@ -177,6 +162,14 @@ def _trajectory(
     )
 
 
+def _group(gid: str, run: str, step: int, trajs: list[Trajectory]) -> Group:
+    """A group of ``trajs``, with the env and task of the first."""
+    t = trajs[0]
+    return Group(
+        id=gid, run_id=run, step=step, env_id=t.env_id, task_id=t.task_id, trajectories=trajs
+    )
+
+
 def _judge(rng: random.Random, spec: JudgeSpec, g: Group, fooled: bool = False) -> Judgement:
     scores = []
     for t in g.trajectories:
@@ -216,14 +209,7 @@ def _xss_group(rng: random.Random, run_id: str, step: int) -> Group:
         content="<script>alert('tool')</script> 42",
     )
     evil.hack_signals = ["prompt_injection_attempt"]
-    g = Group(
-        id=XSS_GROUP_ID,
-        run_id=run_id,
-        step=step,
-        env_id=env_id,
-        task_id=task_id,
-        trajectories=trajs,
-    )
+    g = _group(XSS_GROUP_ID, run_id, step, trajs)
     j = _judge(rng, LOCAL_SPEC, g)
     for s in j.scores:
         if s.trajectory_id == evil.id:
@@ -267,14 +253,7 @@ def build_sample_store(path: str | Path, *, steps: int = 6, seed: int = 0) -> di
                     )
                     for k in range(n)
                 ]
-                g = Group(
-                    id=f"grp-train-s{step}-e{e}",
-                    run_id=TRAIN_RUN,
-                    step=step,
-                    env_id=env_id,
-                    task_id=trajs[0].task_id,
-                    trajectories=trajs,
-                )
+                g = _group(f"grp-train-s{step}-e{e}", TRAIN_RUN, step, trajs)
                 if e == 2 and step % 2 == 0:
                     trajs[0].hack_signals = ["visible_pass_hidden_fail"]
                     trajs[0].verifiable_reward = 0.0
@@ -307,14 +286,7 @@ def build_sample_store(path: str | Path, *, steps: int = 6, seed: int = 0) -> di
                 )
                 for k in range(3)
             ]
-            g = Group(
-                id=f"grp-base-{i}",
-                run_id=BASELINE_RUN,
-                step=0,
-                env_id=env_id,
-                task_id=f"base-{i}",
-                trajectories=trajs,
-            )
+            g = _group(f"grp-base-{i}", BASELINE_RUN, 0, trajs)
             g.judgement = _judge(rng, API_SPEC, g)
             base_groups.append(g)
         base_groups.append(_xss_group(rng, BASELINE_RUN, 0))

@@ -94,15 +94,15 @@ tabbed = st.sidebar.toggle(
     help="Groups of more than 3 trajectories always use tabs.",
 )
 
-filters = dict(
-    run_id=run_id,
-    step=step,
-    env_id=env_id,
-    spec_hash=spec_hash,
-    labeled=labeled,
-    hack_flagged=hack,
-    search=search.strip() or None,
-)
+filters = {
+    "run_id": run_id,
+    "step": step,
+    "env_id": env_id,
+    "spec_hash": spec_hash,
+    "labeled": labeled,
+    "hack_flagged": hack,
+    "search": search.strip() or None,
+}
 s = data.reader()
 total = s.count_groups(**filters)
 pages = max(1, -(-total // PAGE_SIZE))

@@ -7,17 +7,8 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from rankgym.types import (
-    Group,
-    Judgement,
-    JudgeSpec,
-    Message,
-    ToolCall,
-    ToolCallFunction,
-    Trajectory,
-    TrajectoryScore,
-    Turn,
-)
+from rankgym.envs.toolcalls import assistant_call
+from rankgym.types import Group, Judgement, JudgeSpec, Message, Trajectory, TrajectoryScore, Turn
 
 
 def _trajectory(**kw) -> Trajectory:
@@ -28,16 +19,7 @@ def _trajectory(**kw) -> Trajectory:
         messages=[
             Message(role="system", content="Ünïcödé ✓ 中文 🚀"),
             Message(role="user", content="What is 2+2?"),
-            Message(
-                role="assistant",
-                content=None,
-                tool_calls=[
-                    ToolCall(
-                        id="call_1",
-                        function=ToolCallFunction(name="add", arguments='{"a": 2, "b": 2}'),
-                    )
-                ],
-            ),
+            Message.from_dict(assistant_call("add", {"a": 2, "b": 2}, "call_1")),
             Message(role="tool", content="4", tool_call_id="call_1", name="add"),
             Message(role="assistant", content="The answer is 4."),
         ],
