@@ -67,12 +67,7 @@ def _train_run(args: argparse.Namespace) -> dict[str, Any]:
     return summary
 
 
-TRAIN = Command(
-    name="train",
-    help="GRPO training from a TOML config",
-    add_arguments=_train_arguments,
-    run=_train_run,
-)
+TRAIN = Command("train", "GRPO training from a TOML config", _train_arguments, _train_run)
 
 
 # ---- rankgym sft ------------------------------------------------------------------------------
@@ -139,12 +134,8 @@ def _sft_run(args: argparse.Namespace) -> dict[str, Any]:
     return summary
 
 
-SFT = Command(
-    name="sft",
-    help="supervised warm start (LoRA) on demonstrations rendered as the policy sees them",
-    add_arguments=_sft_arguments,
-    run=_sft_run,
-)
+_SFT_HELP = "supervised warm start (LoRA) on demonstrations rendered as the policy sees them"
+SFT = Command("sft", _SFT_HELP, _sft_arguments, _sft_run)
 
 
 # ---- rankgym eval -----------------------------------------------------------------------------
@@ -319,12 +310,7 @@ def _eval_run(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-EVAL = Command(
-    name="eval",
-    help="held-out success of base vs adapter",
-    add_arguments=_eval_arguments,
-    run=_eval_run,
-)
+EVAL = Command("eval", "held-out success of base vs adapter", _eval_arguments, _eval_run)
 
 
 from rankgym.trainer.demo import DEMO, demo_config  # noqa: E402  (re-exported)
