@@ -23,6 +23,7 @@ from rankgym.store.export import ExportResult, export_store
 from rankgym.store.filters import J_OK, JUDGED_OK, SEARCH_HITS_LIMIT, fts_query, group_filters
 from rankgym.store.queries import StoreQueries
 from rankgym.store.rows import (
+    group_from_row,
     insert_group,
     insert_judgement,
     judgement_from_row,
@@ -127,15 +128,7 @@ class Store(StoreQueries):
                 f"group {group_id!r} in store {str(self.path)!r} has a row that cannot be read "
                 f"({why}); it was written damaged or by another tool"
             ) from e
-        return Group(
-            id=g["id"],
-            run_id=g["run_id"],
-            step=g["step"],
-            env_id=g["env_id"],
-            task_id=g["task_id"],
-            trajectories=trajectories,
-            judgement=js[-1] if js else None,
-        )
+        return group_from_row(g, trajectories, js[-1] if js else None)
 
     def iter_groups(self, run_id: str | None = None, batch: int = 200) -> Iterator[Group]:
         """Every group (optionally of one run), oldest first, loaded lazily."""

@@ -204,49 +204,50 @@ def insert_judgement(c: sqlite3.Connection, j: Judgement) -> None:
     )
 
 
+# Columns that hold a model's field as it is (same name, same value); the others are JSON
+# text or 0/1 flags, converted one by one below.
+_GROUP_COLUMNS = "id run_id step env_id task_id".split()
+_TRAJECTORY_COLUMNS = "schema_version id env_id task_id seed verifiable_reward error".split()
+_SCORE_COLUMNS = "trajectory_id score rationale".split()
+_JUDGEMENT_COLUMNS = (
+    "id group_id spec_hash status error raw_response input_tokens output_tokens cost_usd "
+    "latency_s calls"
+).split()
+
+
+def _same(row: dict[str, Any], columns: list[str]) -> dict[str, Any]:
+    return {c: row[c] for c in columns}
+
+
+def group_from_row(
+    g: dict[str, Any], trajectories: list[Trajectory], judgement: Judgement | None
+) -> Group:
+    """Build a Group from a ``groups`` row, its trajectories and the judgement to show."""
+    return Group(**_same(g, _GROUP_COLUMNS), trajectories=trajectories, judgement=judgement)
+
+
 def trajectory_from_row(r: dict[str, Any], signals: list[str]) -> Trajectory:
     """Build a Trajectory from a ``trajectories`` row and its hack-signal names."""
     return Trajectory(
-        schema_version=r["schema_version"],
-        id=r["id"],
-        env_id=r["env_id"],
-        task_id=r["task_id"],
-        seed=r["seed"],
+        **_same(r, _TRAJECTORY_COLUMNS),
         messages=load_json(_MESSAGES, r["messages"]),
         turns=load_json(_TURNS, r["turns"]),
-        verifiable_reward=r["verifiable_reward"],
         metrics=json.loads(r["metrics"]),
         hack_signals=signals,
         truncated=bool(r["truncated"]),
-        error=r["error"],
     )
 
 
 def score_from_row(s: dict[str, Any]) -> TrajectoryScore:
     """Build a TrajectoryScore from a ``scores`` row."""
-    return TrajectoryScore(
-        trajectory_id=s["trajectory_id"],
-        score=s["score"],
-        rationale=s["rationale"],
-        hack_suspected=bool(s["hack_suspected"]),
-    )
+    return TrajectoryScore(**_same(s, _SCORE_COLUMNS), hack_suspected=bool(s["hack_suspected"]))
 
 
 def judgement_from_row(r: dict[str, Any], scores: list[TrajectoryScore]) -> Judgement:
     """Build a Judgement from a ``judgements`` row and its scores (in trajectory order)."""
     return Judgement(
-        id=r["id"],
-        group_id=r["group_id"],
-        spec_hash=r["spec_hash"],
-        status=r["status"],
+        **_same(r, _JUDGEMENT_COLUMNS),
         scores=scores,
         presentations=json.loads(r["presentations"]),
-        error=r["error"],
-        raw_response=r["raw_response"],
-        input_tokens=r["input_tokens"],
-        output_tokens=r["output_tokens"],
-        cost_usd=r["cost_usd"],
-        latency_s=r["latency_s"],
-        calls=r["calls"],
         cached=bool(r["cached"]),
     )
