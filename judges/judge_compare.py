@@ -189,18 +189,21 @@ def format_comparison(report: dict[str, Any]) -> str:
         f"{'judge':<44} {'scope':<22} {'pairwise acc':>12} {'95% CI':<13} "
         f"{'pos. consist.':>13} {'95% CI':<13} errors",
     ]
-    for name, scopes in report["judges"].items():
-        for scope, v in scopes.items():
-            lines.append(
-                f"{name[-44:]:<44} {scope[-22:]:<22} {v['pairwise_accuracy']:>12.3f} "
-                f"{ci(v['pairwise_accuracy_ci']):<13} {v['position_consistency']:>13.3f} "
-                f"{ci(v['position_consistency_ci']):<13} {v['errors']}"
-            )
-    for key, scopes in report["paired"].items():
-        for scope, ms in scopes.items():
-            lines.append(
-                f"paired {key[-60:]} ({scope}): accuracy {ms['pairwise_accuracy']['diff']:+.3f} "
-                f"{ci(ms['pairwise_accuracy']['ci'])}, consistency "
-                f"{ms['position_consistency']['diff']:+.3f} {ci(ms['position_consistency']['ci'])}"
-            )
+    for name, scope, v in _by_scope(report["judges"]):
+        lines.append(
+            f"{name[-44:]:<44} {scope[-22:]:<22} {v['pairwise_accuracy']:>12.3f} "
+            f"{ci(v['pairwise_accuracy_ci']):<13} {v['position_consistency']:>13.3f} "
+            f"{ci(v['position_consistency_ci']):<13} {v['errors']}"
+        )
+    for key, scope, ms in _by_scope(report["paired"]):
+        lines.append(
+            f"paired {key[-60:]} ({scope}): accuracy {ms['pairwise_accuracy']['diff']:+.3f} "
+            f"{ci(ms['pairwise_accuracy']['ci'])}, consistency "
+            f"{ms['position_consistency']['diff']:+.3f} {ci(ms['position_consistency']['ci'])}"
+        )
     return "\n".join(lines)
+
+
+def _by_scope(table: dict[str, dict[str, Any]]) -> list[tuple[str, str, Any]]:
+    """``(name, scope, value)`` for every scope of every name in a ``{name: {scope: value}}``."""
+    return [(name, scope, v) for name, scopes in table.items() for scope, v in scopes.items()]
