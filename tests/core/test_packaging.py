@@ -32,22 +32,8 @@ def test_every_package_folder_is_listed_in_pyproject():
 
 def test_plain_install_imports_every_subpackage(tmp_path):
     target = tmp_path / "site"
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "-q",
-            "--no-deps",
-            "--no-build-isolation",
-            "--target",
-            str(target),
-            str(ROOT),
-        ],
-        check=True,
-        capture_output=True,
-    )
+    pip = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation"]
+    subprocess.run([*pip, "--target", str(target), str(ROOT)], check=True, capture_output=True)
     code = (
         "import rankgym, rankgym.envs, rankgym.judges, rankgym.trainer, rankgym.dashboard, sys;"
         "print(rankgym.envs.__file__)"
