@@ -81,6 +81,15 @@ def ruler_messages(group: Group, rubric: str) -> list[dict[str, str]]:
     return [{"role": "system", "content": judge_prompt}, {"role": "user", "content": user_text}]
 
 
+def add_group_arguments(ap: argparse.ArgumentParser, groups: int) -> None:
+    """``--env``, ``--groups`` (default ``groups``), ``--group-size``, ``--seed``: what
+    :func:`make_groups` takes."""
+    ap.add_argument("--env", default="rankgym/EmailSearch-v0")
+    ap.add_argument("--groups", type=int, default=groups)
+    ap.add_argument("--group-size", type=int, default=4)
+    ap.add_argument("--seed", type=int, default=0)
+
+
 def make_groups(
     env: str, n_groups: int, group_size: int, seed: int, identical: bool = False
 ) -> list[Group]:
@@ -123,7 +132,7 @@ def judge_quality(groups: list[Group], model: str) -> dict[str, Any]:
     out: dict[str, Any] = {"model": model, "judged": sum(j.status == "ok" for j in js),
                            "seconds": time.perf_counter() - t0}  # fmt: skip
     for name, u in units.items():
-        m = aggregate(u, n_resamples=1000)["metrics"]
+        m = aggregate(u, n_resamples=1000).to_dict()["metrics"]
         out[name] = {k: {"macro": v["macro"], "ci": v["macro_ci"]} for k, v in m.items()
                      if k in ("kendall_tau_b", "pairwise_accuracy", "top1")}  # fmt: skip
     return out
@@ -131,10 +140,7 @@ def judge_quality(groups: list[Group], model: str) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--env", default="rankgym/EmailSearch-v0")
-    ap.add_argument("--groups", type=int, default=50)
-    ap.add_argument("--group-size", type=int, default=4)
-    ap.add_argument("--seed", type=int, default=0)
+    add_group_arguments(ap, groups=50)
     ap.add_argument(
         "--model", default="openai/gpt-4o-mini", help="tokenizer (LiteLLM model string)"
     )

@@ -25,17 +25,14 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from judge_tokens import make_groups  # noqa: E402
+from judge_tokens import add_group_arguments, make_groups  # noqa: E402
 
 from rankgym.store import Store  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--env", default="rankgym/EmailSearch-v0")
-    ap.add_argument("--groups", type=int, default=60)
-    ap.add_argument("--group-size", type=int, default=4)
-    ap.add_argument("--seed", type=int, default=0)
+    add_group_arguments(ap, groups=60)
     ap.add_argument("--store", required=True)
     args = ap.parse_args(argv)
     groups = make_groups(args.env, args.groups, args.group_size, args.seed)
