@@ -29,11 +29,15 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from tqdm.auto import tqdm
 
 from rankgym.types import Group
 
 from .agreement import unit_stats
 from .judge_data import PairItem, baselines
+from .parse import parse_judge_output
+from .prompt import build_prompt
+from .spec import ensure_provider
 
 Respond = Callable[[list[dict[str, str]]], str]
 
@@ -48,8 +52,6 @@ def pair_group(p: PairItem) -> Group:
 def litellm_respond(model: str, max_tokens: int = 512) -> Respond:
     """A ``Respond`` calling ``model`` through LiteLLM at temperature 0, seed 0."""
     import litellm
-
-    from .spec import ensure_provider
 
     ensure_provider(model)
 
@@ -66,14 +68,9 @@ def judge_pairs(
     respond: Respond, pairs: list[PairItem], rubric: str, progress: bool = False, desc: str = ""
 ) -> list[dict[str, Any]]:
     """Scores of winner and loser for every pair in both orders (``None`` on a failed call)."""
-    from .parse import parse_judge_output
-    from .prompt import build_prompt
-
     rows = []
     bar = None
     if progress:
-        from tqdm.auto import tqdm
-
         bar = tqdm(total=2 * len(pairs), desc=desc or "judging", unit="pres", leave=False)
     for p in pairs:
         g = pair_group(p)

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import inspect
 import json
 import threading
 import time
@@ -56,6 +57,9 @@ import litellm
 from litellm import CustomLLM
 from litellm.types.utils import ModelResponse, Usage
 
+from rankgym import model as rg_model  # called through the module: tests patch its loaders
+
+from .pair_judge import PAIR_FORMAT, score_group
 from .prompt import parse_ids_line
 
 PROVIDER = "local"
@@ -172,9 +176,7 @@ class LocalJudgeLLM(CustomLLM):
                 model=f"{PROVIDER}/{model}",
                 llm_provider=PROVIDER,
             )
-        from rankgym.model import shared_embedded
-
-        return shared_embedded(self.dtype)
+        return rg_model.shared_embedded(self.dtype)
 
     def respond(
         self, model: str, messages: list[dict[str, Any]], max_tokens: int
@@ -206,13 +208,9 @@ class LocalJudgeLLM(CustomLLM):
     def _pairwise_model(self, model: str, ref: str) -> tuple[Any, Any, int]:
         """(model, tokenizer, line limit): the base with the judge adapter merged (cached per
         adapter content), or the plain base for ``@pairwise``."""
-        from .pair_judge import PAIR_FORMAT
-
         self._model(model)  # validates the name before ``@``
         if ref == PAIRWISE:
-            from rankgym.model import shared_embedded
-
-            return (*shared_embedded(self.dtype), 200)
+            return (*rg_model.shared_embedded(self.dtype), 200)
         try:
             d = adapter_dir(ref)
         except FileNotFoundError as e:
@@ -223,8 +221,6 @@ class LocalJudgeLLM(CustomLLM):
         cached = self._judges.get(ref)
         if cached is None or cached[2] != fp:
             from peft import PeftModel
-
-            from rankgym.model import load_causal_lm, load_embedded
 
             meta = json.loads((d / "judge_train.json").read_text())
             if meta.get("pair_format") != PAIR_FORMAT:
@@ -237,9 +233,9 @@ class LocalJudgeLLM(CustomLLM):
                 )
             base = meta.get("base", "local/smollm2")
             lm, tok = (
-                load_embedded(dtype=self.dtype)
+                rg_model.load_embedded(dtype=self.dtype)
                 if base.startswith(PROVIDER + "/")
-                else load_causal_lm(base, dtype=self.dtype)
+                else rg_model.load_causal_lm(base, dtype=self.dtype)
             )
             lm = PeftModel.from_pretrained(lm, str(d)).merge_and_unload()
             lm.eval()
@@ -257,8 +253,6 @@ class LocalJudgeLLM(CustomLLM):
         max_line_chars: int,
     ) -> tuple[str, int, int]:
         """Scores from pairwise comparisons (see ``rankgym.judges.pair_judge``)."""
-        from .pair_judge import score_group
-
         scores, n_in = score_group(lm, tok, msgs, labels, max_line_chars)
         n = len(labels) - 1
         items = [
@@ -284,8 +278,6 @@ class LocalJudgeLLM(CustomLLM):
 
     def _forward(self, lm: Any, ids: list[int], cache: Any) -> tuple[Any, Any]:
         """One forward pass extending ``cache``; returns (last-position logits, new cache)."""
-        import inspect
-
         import torch
 
         # transformers renamed ``past_key_values`` to ``cache`` (5.x); accept both.

@@ -27,14 +27,24 @@ once. Its rationales are whatever the base model writes after the right verdict.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
 import shutil
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+import torch
+from peft import LoraConfig, get_peft_model, set_peft_model_state_dict
+from safetensors.torch import load_file
+from tqdm.auto import tqdm
+
+from rankgym.judges.pair_judge import choice_ids, decision_logprobs
+from rankgym.trainer.config import LoraSection
 
 META_FILE = "judge_train.json"
 
@@ -92,8 +102,6 @@ def build_batch(examples: list[Example], pad_id: int) -> dict[str, Any]:
     A row without an SFT answer is its context plus the correct verdict token (not a label):
     the margin needs the logits at the decision position, nothing after it.
     """
-    import torch
-
     rows, labels = [], []
     for ex in examples:
         tail = ex.answer if ex.answer else [ex.correct]
@@ -132,8 +140,6 @@ def judge_losses(logits: Any, batch: dict[str, Any], gamma: float) -> dict[str, 
     log-softmax of the logits that predict the decision token (position ``decision - 1``).
     Also returns ``logp_gap`` (mean correct-minus-wrong) and ``accuracy`` (gap > 0), detached.
     """
-    import torch
-
     logits = logits.float()
     offset = batch["input_ids"].shape[1] - logits.shape[1]
     rows = torch.arange(logits.shape[0])
@@ -163,10 +169,6 @@ def judge_losses(logits: Any, batch: dict[str, Any], gamma: float) -> dict[str, 
 
 def _autocast(model: Any, bf16: bool) -> Any:
     """bf16 autocast on CPU when asked (halves CPU compute), else a no-op context."""
-    import contextlib
-
-    import torch
-
     if bf16 and next(model.parameters()).device.type == "cpu":
         return torch.autocast("cpu", dtype=torch.bfloat16)
     return contextlib.nullcontext()
@@ -183,10 +185,6 @@ def rejection_sample(
 
     ``on_batch`` is called after each batch (the caller appends them to a resumable file).
     """
-    import torch
-
-    from rankgym.judges.pair_judge import choice_ids, decision_logprobs
-
     a_id, _ = choice_ids(tok)
 
     end = tok.convert_tokens_to_ids("<|im_end|>")
@@ -225,8 +223,6 @@ def _sample_reasons(
     model: Any, tok: Any, prompts: list[list[int]], cfg: JudgeTrainConfig, end: int
 ) -> list[list[int]]:
     """Sampled continuations (without the end token) of left-padded ``prompts``."""
-    import torch
-
     width = max(len(p) for p in prompts)
     pad = tok.pad_token_id if tok.pad_token_id is not None else end
     ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts])
@@ -255,11 +251,6 @@ def _sample_reasons(
 def add_lora(model: Any, cfg: JudgeTrainConfig) -> Any:
     """Wrap ``model`` in a fresh, seeded LoRA on every linear projection of the last
     ``cfg.lora_layers`` decoder layers."""
-    import torch
-    from peft import LoraConfig, get_peft_model
-
-    from rankgym.trainer.config import LoraSection
-
     n_layers = int(getattr(model.config, "num_hidden_layers", 0) or 0)
     layers = None
     if cfg.lora_layers is not None and 0 < cfg.lora_layers < n_layers:
@@ -290,8 +281,6 @@ def _replace_dir(tmp: Path, target: Path) -> None:
 
 def save_checkpoint(model: Any, optimizer: Any, state: dict[str, Any], path: Path) -> None:
     """Adapter + optimizer + ``state.json`` into ``path`` atomically."""
-    import torch
-
     tmp = path.with_name(path.name + ".tmp")
     if tmp.exists():
         shutil.rmtree(tmp)
@@ -305,10 +294,6 @@ def load_checkpoint(
     model: Any, optimizer: Any, path: Path, fingerprint: str
 ) -> dict[str, Any] | None:
     """Restore a checkpoint written for the same data and config; None when there is none."""
-    import torch
-    from peft import set_peft_model_state_dict
-    from safetensors.torch import load_file
-
     state_file = path / "state.json"
     if not state_file.is_file():
         return None
@@ -335,8 +320,6 @@ def train_judge(
     ``cfg.max_train_seconds``. Returns one metrics row per optimiser step (loss parts, mean
     log-prob gap, decision accuracy on the batch), including the steps of earlier runs.
     """
-    import torch
-
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.0)
     ckpt = work_dir / "checkpoint"
@@ -346,12 +329,8 @@ def train_judge(
     pad = tok.pad_token_id if tok.pad_token_id is not None else 0
     bar = None
     if progress:
-        from tqdm.auto import tqdm
-
         bar = tqdm(total=total, initial=state["step"], desc="judge-train", unit="step", leave=False)
     model.train()
-    import time
-
     started = time.monotonic()
     batches_by_epoch: dict[int, list[list[int]]] = {}
     for step in range(state["step"], total):

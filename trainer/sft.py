@@ -30,7 +30,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import random
+import shutil
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -38,9 +40,15 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from peft import set_peft_model_state_dict
+from safetensors.torch import load_file
+from tqdm import tqdm
 
+from rankgym.envs.policies import TransformersPolicy
 from rankgym.errors import UserError
+from rankgym.store import Store
 from rankgym.trainer.grpo import Sample, collate, token_logprobs, trajectory_rows
+from rankgym.trainer.setup import make_env_factory
 
 __all__ = [
     "Conversation",
@@ -136,8 +144,6 @@ def store_conversations(
     run_id: str | None = None,
 ) -> list[Conversation]:
     """Trajectories of a store chosen by verifier reward or judge rank (see the module doc)."""
-    from rankgym.store import Store
-
     if not Path(store_path).is_file():
         raise UserError(f"sft.path: store {str(store_path)!r} does not exist")
     env = make_env()
@@ -258,8 +264,6 @@ def sft_train(
     t0 = time.perf_counter()
     bar = None
     if progress:
-        from tqdm import tqdm
-
         bar = tqdm(total=steps, desc="sft", unit="step", leave=False)
     model.train()
     try:
@@ -303,8 +307,6 @@ def sft_train(
 
 def conversations_for(cfg: Any) -> list[Conversation]:
     """The demonstrations a train config's ``[sft]`` section names (``cfg`` is a TrainConfig)."""
-    from rankgym.trainer.setup import make_env_factory
-
     s = cfg.sft
     kwargs = cfg.env.kwargs if s.env_kwargs is None else s.env_kwargs
     if s.source == "jsonl":
@@ -333,11 +335,6 @@ def sft_stage(
     SFT stats), so ``rankgym eval --adapter``, ``--policy hf:BASE@DIR`` and GRPO load it.
     Returns the summary it wrote.
     """
-    import os
-    import shutil
-
-    from rankgym.envs.policies import TransformersPolicy
-
     s = cfg.sft
     say = echo or (lambda _m: None)
     convs = conversations_for(cfg)
@@ -408,9 +405,6 @@ def warm_start(
     weights = sft_dir / "adapter_model.safetensors"
     if reuse and weights.is_file():
         if load:
-            from peft import set_peft_model_state_dict
-            from safetensors.torch import load_file
-
             set_peft_model_state_dict(model, load_file(str(weights)))
         if echo:
             echo(f"resume: reusing the SFT warm start in {sft_dir}")
