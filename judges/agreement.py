@@ -37,13 +37,15 @@ from __future__ import annotations
 import itertools
 import json
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .metrics import (
     METRICS,
+    Aggregate,
+    MicroMacro,
     UnitStats,
     aggregate,
     kendall_tau_b,
@@ -62,6 +64,10 @@ PAIRS = ("judge_vs_human", "judge_vs_verifier", "human_vs_human", "judge_vs_self
 __all__ = [
     "METRICS",
     "PAIRS",
+    "Aggregate",
+    "AgreementReport",
+    "Disagreement",
+    "MicroMacro",
     "UnitStats",
     "aggregate",
     "agreement_report",
@@ -171,16 +177,11 @@ def build_units(data: _Data) -> dict[str, list[tuple[str, list[float], list[floa
     return units
 
 
-def agreement_report(
-    store: Store,
-    spec_hash: str | None = None,
-    env_id: str | None = None,
-    n_resamples: int = 2000,
-    seed: int = 0,
-) -> dict[str, Any]:
-    """Agreement tables for one judge spec (default: the spec with most ok judgements).
+@dataclass(frozen=True)
+class AgreementReport:
+    """The agreement tables of one judge spec (what ``rankgym agreement`` prints).
 
-    Shape (documented in docs/judging.md)::
+    ``to_dict`` is the ``--json`` shape (documented in docs/judging.md)::
 
         {"spec_hash": str | None, "model": str | None, "env_id": str | None,
          "n_groups": int, "n_judged": int, "n_unjudged": int, "n_labeled": int,
@@ -189,33 +190,103 @@ def agreement_report(
                                                "micro_ci": [lo, hi] | None,
                                                "macro": float | None,
                                                "macro_ci": [lo, hi] | None}}}}}
-
-    ``pair`` is one of :data:`PAIRS`, ``metric`` one of :data:`METRICS`.
     """
+
+    spec_hash: str | None
+    """The judge spec measured (None: the store has no judgements)."""
+    model: str | None
+    """That spec's judge model."""
+    env_id: str | None
+    """The env the groups were limited to (None: all envs)."""
+    n_groups: int
+    """Groups in scope."""
+    n_judged: int
+    """Groups with an ok judgement under the spec."""
+    n_unjudged: int
+    """Groups whose judging under the spec failed (and never succeeded)."""
+    n_labeled: int
+    """Groups at least one person ranked."""
+    pairs: dict[str, Aggregate]
+    """One :class:`Aggregate` per name in :data:`PAIRS`, in that order."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON-able dict of the class docstring."""
+        return {
+            "spec_hash": self.spec_hash,
+            "model": self.model,
+            "env_id": self.env_id,
+            "n_groups": self.n_groups,
+            "n_judged": self.n_judged,
+            "n_unjudged": self.n_unjudged,
+            "n_labeled": self.n_labeled,
+            "pairs": {p: a.to_dict() for p, a in self.pairs.items()},
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> AgreementReport:
+        """Inverse of :meth:`to_dict` (keys the CLI adds, ``hint``/``disagreements``, ignored)."""
+        pairs = {p: Aggregate.from_dict(a) for p, a in d["pairs"].items()}
+        return cls(
+            d["spec_hash"], d["model"], d["env_id"], d["n_groups"], d["n_judged"],
+            d["n_unjudged"], d["n_labeled"], pairs,
+        )  # fmt: skip
+
+
+def agreement_report(
+    store: Store,
+    spec_hash: str | None = None,
+    env_id: str | None = None,
+    n_resamples: int = 2000,
+    seed: int = 0,
+) -> AgreementReport:
+    """Agreement tables for one judge spec (default: the spec with most ok judgements)."""
     data = _load(store, spec_hash, env_id)
     spec = store.get_judge_spec(data.spec_hash) if data.spec_hash else None
     units = build_units(data)
-    return {
-        "spec_hash": data.spec_hash,
-        "model": spec.model if spec else None,
-        "env_id": env_id,
-        "n_groups": len(data.groups),
-        "n_judged": len(data.judge),
-        "n_unjudged": data.n_unjudged,
-        "n_labeled": len(data.humans),
-        "pairs": {p: aggregate(units[p], n_resamples=n_resamples, seed=seed) for p in PAIRS},
-    }
+    return AgreementReport(
+        spec_hash=data.spec_hash,
+        model=spec.model if spec else None,
+        env_id=env_id,
+        n_groups=len(data.groups),
+        n_judged=len(data.judge),
+        n_unjudged=data.n_unjudged,
+        n_labeled=len(data.humans),
+        pairs={p: aggregate(units[p], n_resamples=n_resamples, seed=seed) for p in PAIRS},
+    )
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    """One labeled, judged group: how far the judge is from people's consensus there."""
+
+    group_id: str
+    env_id: str
+    task_id: str
+    n_labelers: int
+    kendall_tau_b: float | None
+    """Judge scores vs people's mean rank (None: undefined, e.g. one side constant)."""
+    pairwise_accuracy: float | None
+    top1: float | None
+    judge_top: list[str]
+    """Trajectory ids the judge tied first."""
+    human_top: list[str]
+    """Trajectory ids with the best mean rank."""
+    judge_scores: dict[str, float]
+    human_mean_rank: dict[str, float]
+    """Trajectory id -> mean rank over labelers (1 = best)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The row as a JSON-able dict (the ``disagreements`` of ``rankgym agreement --json``)."""
+        return asdict(self)
 
 
 def disagreements(
     store: Store, spec_hash: str | None = None, env_id: str | None = None, limit: int = 20
-) -> list[dict[str, Any]]:
+) -> list[Disagreement]:
     """Labeled, judged groups where the judge and the people disagree most, worst first.
 
     People's consensus is the mean rank over labelers. Sorted by pairwise accuracy, then
-    Kendall tau-b (undefined tau counts as 0). Each row: ``group_id``, ``env_id``,
-    ``task_id``, ``n_labelers``, ``kendall_tau_b``, ``pairwise_accuracy``, ``top1``,
-    ``judge_top`` / ``human_top`` (ids tied first), ``judge_scores``, ``human_mean_rank``.
+    Kendall tau-b (undefined tau counts as 0).
     """
     data = _load(store, spec_hash, env_id, labeled_only=True)
     rows = []
@@ -235,48 +306,49 @@ def disagreements(
         top_j = max(js.values())
         best_h = min(mean_rank.values())
         rows.append(
-            {
-                "group_id": gid,
-                "env_id": data.groups[gid]["env_id"],
-                "task_id": data.groups[gid]["task_id"],
-                "n_labelers": len(by_labeler),
-                "kendall_tau_b": _none(st.kendall_tau_b),
-                "pairwise_accuracy": _none(st.pairwise_accuracy),
-                "top1": _none(st.top1),
-                "judge_top": [k for k, v in js.items() if v >= top_j - 1e-9],
-                "human_top": [k for k, v in mean_rank.items() if v <= best_h + 1e-9],
-                "judge_scores": js,
-                "human_mean_rank": mean_rank,
-            }
+            Disagreement(
+                group_id=gid,
+                env_id=data.groups[gid]["env_id"],
+                task_id=data.groups[gid]["task_id"],
+                n_labelers=len(by_labeler),
+                kendall_tau_b=_none(st.kendall_tau_b),
+                pairwise_accuracy=_none(st.pairwise_accuracy),
+                top1=_none(st.top1),
+                judge_top=[k for k, v in js.items() if v >= top_j - 1e-9],
+                human_top=[k for k, v in mean_rank.items() if v <= best_h + 1e-9],
+                judge_scores=js,
+                human_mean_rank=mean_rank,
+            )
         )
-    rows.sort(key=lambda r: (r["pairwise_accuracy"] or 0.0, r["kendall_tau_b"] or 0.0))
+    rows.sort(key=lambda r: (r.pairwise_accuracy or 0.0, r.kendall_tau_b or 0.0))
     return rows[:limit]
 
 
-def format_report(report: dict[str, Any]) -> str:
+def format_report(report: AgreementReport) -> str:
     """The report as plain-text tables (what ``rankgym agreement`` prints)."""
 
     def f(x: float | None) -> str:
         return "   -  " if x is None else f"{x:+.3f}" if x < 0 else f"{x:.3f} "
 
-    def ci(c: list[float | None] | None) -> str:
+    def ci(c: tuple[float, float] | None) -> str:
         return "" if not c or c[0] is None else f"[{c[0]:.2f}, {c[1]:.2f}]"
 
+    r = report
     lines = [
-        f"judge spec {report['spec_hash'] or '-'} ({report['model'] or 'no judgements'})"
-        + (f", env {report['env_id']}" if report["env_id"] else ""),
-        f"groups {report['n_groups']}, judged {report['n_judged']}, unjudged "
-        f"{report['n_unjudged']}, labeled by people {report['n_labeled']}",
+        f"judge spec {r.spec_hash or '-'} ({r.model or 'no judgements'})"
+        + (f", env {r.env_id}" if r.env_id else ""),
+        f"groups {r.n_groups}, judged {r.n_judged}, unjudged "
+        f"{r.n_unjudged}, labeled by people {r.n_labeled}",
     ]
-    for pair, agg in report["pairs"].items():
+    for pair, agg in r.pairs.items():
         lines.append("")
-        lines.append(f"{pair}: {agg['n_groups']} groups, {agg['n_units']} comparisons")
-        if not agg["n_groups"]:
+        lines.append(f"{pair}: {agg.n_groups} groups, {agg.n_units} comparisons")
+        if not agg.n_groups:
             continue
         lines.append(f"  {'metric':<18} {'micro':>7} {'95% CI':<15} {'macro':>7} {'95% CI':<15}")
-        for m, v in agg["metrics"].items():
+        for m, v in agg.metrics.items():
             lines.append(
-                f"  {m:<18} {f(v['micro']):>7} {ci(v['micro_ci']):<15} "
-                f"{f(v['macro']):>7} {ci(v['macro_ci']):<15}"
+                f"  {m:<18} {f(v.micro):>7} {ci(v.micro_ci):<15} "
+                f"{f(v.macro):>7} {ci(v.macro_ci):<15}"
             )
     return "\n".join(lines)

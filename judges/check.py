@@ -20,7 +20,9 @@ shows them under the judge's spec), and :func:`check_report` measures, with clus
 - ``by_order`` (rollout / reversed / shuffled) and ``averaged`` (the mean over presentations,
   what ``--permutations K`` training would use), and ``mean_score_by_noise``.
 
-``can_judge`` is true when the tau CI lies above 0. What it does not do: test the rubric on
+``can_judge`` is true when the tau CI lies above 0. The numbers are a :class:`CheckScores`;
+:func:`run_check` returns them with what the run cost as a :class:`CheckReport`, whose
+``to_dict`` is the ``--json`` output. What it does not do: test the rubric on
 your task distribution (calibration groups come from the oracle and random calls, so they
 are easier than two sampled policies of similar skill), or detect reward hacking. This is
 the one place in ``rankgym.judges`` that imports ``rankgym.envs`` (lazily): the check is an
@@ -34,8 +36,8 @@ import itertools
 import random
 import statistics
 import time
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any, Self
 
 from rankgym.envs.policies import make_policy
 from rankgym.envs.registry import make
@@ -44,13 +46,23 @@ from rankgym.types import Group, Judgement, JudgeSpec
 
 from .calling import RetryPolicy
 from .group_judge import GroupJudge, add_shuffles
-from .metrics import aggregate, none_if_nan
+from .metrics import Aggregate, aggregate
 from .prompt import twins
 
 if TYPE_CHECKING:
     from rankgym.store import Store
 
-__all__ = ["CheckConfig", "calibration_groups", "check_orders", "check_report", "run_check"]
+__all__ = [
+    "CheckConfig",
+    "CheckReport",
+    "CheckScores",
+    "Estimate",
+    "Headline",
+    "calibration_groups",
+    "check_orders",
+    "check_report",
+    "run_check",
+]
 
 RUN_ID = "judge-check"
 HEADLINE = {
@@ -74,6 +86,115 @@ class CheckConfig:
     resamples: int = 2000
     concurrency: int = 2
     env_kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A macro value over groups with its 95% cluster-bootstrap CI.
+
+    ``value`` is None when undefined (no variation); the bounds are None with fewer than two
+    judged groups.
+    """
+
+    value: float | None
+    ci_low: float | None
+    ci_high: float | None
+
+    @classmethod
+    def of(cls, agg: Aggregate, metric: str) -> Estimate:
+        """The macro value of ``metric`` in ``agg`` and its CI."""
+        m = agg.metrics[metric]
+        low, high = m.macro_ci or (None, None)
+        return cls(m.macro, low, high)
+
+
+@dataclass(frozen=True)
+class Headline:
+    """The three numbers against the known order."""
+
+    pairwise_accuracy: Estimate
+    kendall_tau: Estimate
+    """Kendall tau-b."""
+    top1: Estimate
+
+    @classmethod
+    def of(cls, agg: Aggregate) -> Headline:
+        """The headline numbers of ``agg``."""
+        return cls(*(Estimate.of(agg, m) for m in HEADLINE.values()))
+
+
+@dataclass(frozen=True)
+class CheckScores:
+    """What :func:`check_report` measures (see the module docstring)."""
+
+    pairwise_accuracy: Estimate
+    """Each presentation's scores against the known order (one unit per presentation)."""
+    kendall_tau: Estimate
+    top1: Estimate
+    position_consistency: Estimate
+    """Kendall tau-b between the presentations of one group."""
+    by_order: dict[str, Headline]
+    """``rollout`` / ``reversed`` / ``shuffled`` (those with presentations)."""
+    averaged: Headline
+    """The mean over a group's presentations against the known order."""
+    mean_score_by_noise: dict[str, float]
+    """Noise level (``"0"``, ``"0.3333"``, ...) -> mean averaged judge score."""
+    mean_verifiable_by_noise: dict[str, float]
+    can_judge: bool
+    """The tau CI lies above 0."""
+    judged: int
+    unjudged: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON-able dict (``--json``), fields in order, nested records as dicts."""
+        return {f.name: _plain(getattr(self, f.name)) for f in fields(self)}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Self:
+        """Inverse of :meth:`to_dict`; keys other code added (``store``, ``decision``) ignored."""
+        known = {f.name for f in fields(cls)}
+        kw = {k: v for k, v in d.items() if k in known}
+        for k in ("pairwise_accuracy", "kendall_tau", "top1", "position_consistency"):
+            kw[k] = Estimate(**d[k])
+        kw["by_order"] = {o: _headline(h) for o, h in d["by_order"].items()}
+        kw["averaged"] = _headline(d["averaged"])
+        return cls(**kw)
+
+
+@dataclass(frozen=True)
+class CheckReport(CheckScores):
+    """:class:`CheckScores` plus what was checked and what it cost (``rankgym judge-check``)."""
+
+    env: str
+    judge: str
+    """The judge's model."""
+    spec_hash: str
+    groups: int
+    group_size: int
+    permutations: int
+    seed: int
+    calls: int
+    """Judge calls made (0 when every judgement came from the cache)."""
+    cached: int
+    """Judgements taken from the judge cache."""
+    input_tokens: int
+    cost_usd: float | None
+    errors: list[str]
+    """The first five errors of unjudged groups."""
+    rollout_s: float
+    seconds: float
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, Estimate | Headline):
+        return {f.name: _plain(getattr(v, f.name)) for f in fields(v)}
+    if isinstance(v, dict):
+        return {k: _plain(x) for k, x in v.items()}
+    return v
+
+
+def _headline(d: dict[str, Any]) -> Headline:
+    return Headline(**{k: Estimate(**d[k]) for k in HEADLINE})
 
 
 def noise_levels(group_size: int) -> list[float]:
@@ -143,15 +264,9 @@ def _kind(k: int) -> str:
     return "rollout" if k == 0 else "reversed" if k == 1 else "shuffled"
 
 
-def _ci(agg: dict[str, Any], metric: str) -> dict[str, float | None]:
-    m = agg["metrics"][metric]
-    ci = m["macro_ci"] or [None, None]
-    return {"value": m["macro"], "ci_low": ci[0], "ci_high": ci[1]}
-
-
 def check_report(
     groups: list[Group], judgements: list[Judgement], resamples: int = 2000, seed: int = 0
-) -> dict[str, Any]:
+) -> CheckScores:
     """The numbers of the check (see the module docstring) from judged calibration groups."""
     units: dict[str, list[tuple[str, list[float], list[float]]]] = {
         "all": [], "rollout": [], "reversed": [], "shuffled": [], "averaged": [], "self": [],
@@ -178,25 +293,29 @@ def check_report(
             by_noise.setdefault(noise[t.id], []).append(avg[t.id])
             vr_by_noise.setdefault(noise[t.id], []).append(t.verifiable_reward or 0.0)
     agg = {k: aggregate(u, n_resamples=resamples, seed=seed) for k, u in units.items()}
-    out: dict[str, Any] = {name: _ci(agg["all"], m) for name, m in HEADLINE.items()}
-    out["position_consistency"] = _ci(agg["self"], "kendall_tau_b")
-    out["by_order"] = {
-        kind: {name: _ci(agg[kind], m) for name, m in HEADLINE.items()}
-        for kind in ("rollout", "reversed", "shuffled")
-        if units[kind]
-    }
-    out["averaged"] = {name: _ci(agg["averaged"], m) for name, m in HEADLINE.items()}
-    out["mean_score_by_noise"] = {
-        f"{nz:g}": round(statistics.mean(v), 4) for nz, v in sorted(by_noise.items())
-    }
-    out["mean_verifiable_by_noise"] = {
-        f"{nz:g}": round(statistics.mean(v), 4) for nz, v in sorted(vr_by_noise.items())
-    }
-    low = out["kendall_tau"]["ci_low"]
-    out["can_judge"] = bool(low is not None and low > 0)
-    out["judged"] = sum(j.status == "ok" for j in judgements)
-    out["unjudged"] = sum(j.status != "ok" for j in judgements)
-    return out
+    headline = Headline.of(agg["all"])
+    low = headline.kendall_tau.ci_low
+    return CheckScores(
+        pairwise_accuracy=headline.pairwise_accuracy,
+        kendall_tau=headline.kendall_tau,
+        top1=headline.top1,
+        position_consistency=Estimate.of(agg["self"], "kendall_tau_b"),
+        by_order={
+            kind: Headline.of(agg[kind])
+            for kind in ("rollout", "reversed", "shuffled")
+            if units[kind]
+        },
+        averaged=Headline.of(agg["averaged"]),
+        mean_score_by_noise={
+            f"{nz:g}": round(statistics.mean(v), 4) for nz, v in sorted(by_noise.items())
+        },
+        mean_verifiable_by_noise={
+            f"{nz:g}": round(statistics.mean(v), 4) for nz, v in sorted(vr_by_noise.items())
+        },
+        can_judge=bool(low is not None and low > 0),
+        judged=sum(j.status == "ok" for j in judgements),
+        unjudged=sum(j.status != "ok" for j in judgements),
+    )
 
 
 def run_check(
@@ -204,7 +323,7 @@ def run_check(
     spec: JudgeSpec,
     store: Store | None = None,
     retry: RetryPolicy | None = None,
-) -> dict[str, Any]:
+) -> CheckReport:
     """Roll out (or reuse) the calibration groups, judge them, store both, and report.
 
     Judgements already in ``store`` for the same spec and orders come from the judge cache at
@@ -229,9 +348,10 @@ def run_check(
         )
 
     judgements = asyncio.run(main())
-    report = check_report(groups, judgements, cfg.resamples, cfg.seed)
+    scores = check_report(groups, judgements, cfg.resamples, cfg.seed)
     costs = [j.cost_usd for j in judgements if j.cost_usd is not None]
-    report.update(
+    return CheckReport(
+        **vars(scores),
         env=cfg.env_id,
         judge=spec.model,
         spec_hash=spec.spec_hash,
@@ -247,7 +367,3 @@ def run_check(
         rollout_s=round(rollout_s, 2),
         seconds=round(time.perf_counter() - t0, 2),
     )
-    for v in report.values():  # NaN is not JSON
-        if isinstance(v, dict) and "value" in v:
-            v["value"] = none_if_nan(v["value"])
-    return report

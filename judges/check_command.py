@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rankgym.cli import Command
 from rankgym.errors import UserError
 from rankgym.model import cache_dir
 
 from .commands import DEFAULT_JUDGE, _spec_from_args
+
+if TYPE_CHECKING:
+    from .check import CheckReport, Estimate
 
 MAX_GROUPS = 500
 MAX_GROUP_SIZE = 16
@@ -88,48 +91,47 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
     )  # fmt: skip
     with Store(path) as store:
         report = run_check(cfg, spec, store)
-    report["store"] = str(path)
     if not args.json:
-        print(format_check(report))
-    return report
+        print(format_check(report, path))
+    return {**report.to_dict(), "store": str(path)}
 
 
-def _fmt(v: dict[str, Any]) -> str:
-    if v["value"] is None:
+def _estimate(v: Estimate) -> str:
+    if v.value is None:
         return "   -   (undefined: no variation)"
-    ci = "" if v["ci_low"] is None else f"  [{v['ci_low']:+.2f}, {v['ci_high']:+.2f}]"
-    return f"{v['value']:+.3f}{ci}"
+    ci = "" if v.ci_low is None else f"  [{v.ci_low:+.2f}, {v.ci_high:+.2f}]"
+    return f"{v.value:+.3f}{ci}"
 
 
-def format_check(r: dict[str, Any]) -> str:
-    """The report as text (what ``rankgym judge-check`` prints)."""
+def format_check(r: CheckReport, store: str | Path) -> str:
+    """The report as text (what ``rankgym judge-check`` prints); ``store`` holds its groups."""
     lines = [
-        f"judge-check {r['judge']} on {r['env']}: {r['judged']} of {r['groups']} groups judged "
-        f"({r['group_size']} noise levels, {r['permutations']} orders each), "
-        f"{r['seconds']:.0f} s, spec {r['spec_hash']}",
+        f"judge-check {r.judge} on {r.env}: {r.judged} of {r.groups} groups judged "
+        f"({r.group_size} noise levels, {r.permutations} orders each), "
+        f"{r.seconds:.0f} s, spec {r.spec_hash}",
         "",
         "against the known order (verifier, then less noise), one unit per presentation:",
     ]
-    for name in ("pairwise_accuracy", "kendall_tau", "top1"):
-        lines.append(f"  {name:<22} {_fmt(r[name])}")
-    lines.append(f"  {'position_consistency':<22} {_fmt(r['position_consistency'])}")
+    for name, v in (("pairwise_accuracy", r.pairwise_accuracy), ("kendall_tau", r.kendall_tau),
+                    ("top1", r.top1), ("position_consistency", r.position_consistency)):  # fmt: skip
+        lines.append(f"  {name:<22} {_estimate(v)}")
     lines.append("kendall_tau by order: " + ", ".join(
-        f"{k} {_fmt(v['kendall_tau']).split('  ')[0]}" for k, v in r["by_order"].items()
+        f"{k} {_estimate(v.kendall_tau).split('  ')[0]}" for k, v in r.by_order.items()
     ))  # fmt: skip
     lines.append("mean score by noise:  " + ", ".join(
-        f"{k}: {v:.2f}" for k, v in r["mean_score_by_noise"].items()
+        f"{k}: {v:.2f}" for k, v in r.mean_score_by_noise.items()
     ))  # fmt: skip
     lines.append("verifier by noise:    " + ", ".join(
-        f"{k}: {v:.2f}" for k, v in r["mean_verifiable_by_noise"].items()
+        f"{k}: {v:.2f}" for k, v in r.mean_verifiable_by_noise.items()
     ))  # fmt: skip
     verdict = (
         "the judge tells better from worse here (tau CI above 0)"
-        if r["can_judge"]
+        if r.can_judge
         else "NOT shown to tell better from worse (the tau CI includes 0): do not train on it "
         "alone; try a stronger --judge, more --groups, or a blended reward"
     )
-    lines += ["", verdict, f"groups and judgements: rankgym dashboard --store {r['store']}"]
-    for e in r.get("errors") or []:
+    lines += ["", verdict, f"groups and judgements: rankgym dashboard --store {store}"]
+    for e in r.errors:
         lines.append(f"  unjudged: {e}")
     return "\n".join(lines)
 

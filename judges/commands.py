@@ -292,16 +292,20 @@ def _agreement(args: argparse.Namespace) -> dict[str, Any]:
     store = _open_store(args.store, readonly=True)
     try:
         try:
-            report = agreement_report(
+            agreement = agreement_report(
                 store, spec_hash=args.spec, env_id=args.env_id, n_resamples=args.resamples
             )
-            rows = disagreements(
-                store, spec_hash=args.spec, env_id=args.env_id, limit=args.disagreements
-            )
+            rows = [
+                r.to_dict()
+                for r in disagreements(
+                    store, spec_hash=args.spec, env_id=args.env_id, limit=args.disagreements
+                )
+            ]
         except ValueError as e:
             raise UserError(str(e)) from None
     finally:
         store.close()
+    report = agreement.to_dict()
     if not report["n_judged"] and not report["n_labeled"]:
         raise UserError(
             f"store {args.store!r} has no judged groups"
@@ -311,7 +315,7 @@ def _agreement(args: argparse.Namespace) -> dict[str, Any]:
     if not report["n_judged"]:
         report["hint"] = f"no judged groups: run `rankgym judge --store {args.store}` first"
     if not args.json:
-        print(format_report(report))
+        print(format_report(agreement))
         if report.get("hint"):
             print(report["hint"])
         if rows:

@@ -12,7 +12,8 @@ tie-aware:
 
 :func:`aggregate` gives **macro** (mean over groups of the mean over that group's units;
 undefined metrics left out) and **micro** (pooled over all pairs) values with 95% cluster
-bootstrap CIs over groups (percentile method as in ``scipy.stats.bootstrap``).
+bootstrap CIs over groups (percentile method as in ``scipy.stats.bootstrap``), as an
+:class:`Aggregate` of one :class:`MicroMacro` per metric.
 
 What this does not do: correct for chance agreement, weight groups by size in the macro
 average, or give a CI with fewer than two groups (``None``). Scores within 1e-9 tie.
@@ -27,6 +28,20 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+__all__ = [
+    "METRICS",
+    "Aggregate",
+    "MicroMacro",
+    "UnitStats",
+    "aggregate",
+    "kendall_tau_b",
+    "none_if_nan",
+    "pairwise_accuracy",
+    "spearman",
+    "top1_agreement",
+    "unit_stats",
+]
 
 METRICS = ("kendall_tau_b", "spearman", "top1", "pairwise_accuracy")
 _DECIMALS = 9
@@ -143,6 +158,64 @@ def pairwise_accuracy(a: Sequence[float], b: Sequence[float]) -> float:
 # --------------------------------------------------------------------------- aggregation
 
 
+def _ci(c: Any) -> tuple[float, float] | None:
+    return None if c is None else (float(c[0]), float(c[1]))
+
+
+@dataclass(frozen=True)
+class MicroMacro:
+    """One metric over a set of units: the micro and macro values and their 95% CIs.
+
+    A value is None when undefined (e.g. tau of constant scores); a CI is None with fewer than
+    two groups, no resamples, or an undefined value.
+    """
+
+    micro: float | None
+    micro_ci: tuple[float, float] | None
+    macro: float | None
+    macro_ci: tuple[float, float] | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"micro", "micro_ci", "macro", "macro_ci"}``, CIs as ``[lo, hi]`` lists (JSON)."""
+        return {
+            "micro": self.micro,
+            "micro_ci": list(self.micro_ci) if self.micro_ci else None,
+            "macro": self.macro,
+            "macro_ci": list(self.macro_ci) if self.macro_ci else None,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> MicroMacro:
+        """Inverse of :meth:`to_dict`."""
+        return cls(d["micro"], _ci(d["micro_ci"]), d["macro"], _ci(d["macro_ci"]))
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """What :func:`aggregate` measured over a set of units."""
+
+    n_groups: int
+    """Groups with at least one unit of two or more items."""
+    n_units: int
+    """Units counted (units of fewer than two items are skipped)."""
+    metrics: dict[str, MicroMacro]
+    """One entry per name in :data:`METRICS`, in that order."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"n_groups", "n_units", "metrics": {metric: MicroMacro.to_dict()}}``."""
+        return {
+            "n_groups": self.n_groups,
+            "n_units": self.n_units,
+            "metrics": {m: v.to_dict() for m, v in self.metrics.items()},
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Aggregate:
+        """Inverse of :meth:`to_dict`."""
+        metrics = {m: MicroMacro.from_dict(v) for m, v in d["metrics"].items()}
+        return cls(d["n_groups"], d["n_units"], metrics)
+
+
 def _micro(s: dict[str, np.ndarray], metric: str) -> np.ndarray:
     """Micro value from summed statistics (arrays broadcast over bootstrap resamples)."""
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -185,12 +258,11 @@ def aggregate(
     n_resamples: int = 2000,
     confidence: float = 0.95,
     seed: int = 0,
-) -> dict[str, Any]:
+) -> Aggregate:
     """Micro and macro values of every metric with cluster-bootstrap CIs over groups.
 
-    ``units`` are ``(group_id, a, b)``; units with fewer than two items are skipped. Returns
-    ``{"n_groups", "n_units", "metrics": {metric: {"micro", "micro_ci", "macro",
-    "macro_ci"}}}`` with ``None`` for undefined values and for CIs with < 2 groups.
+    ``units`` are ``(group_id, a, b)``; units with fewer than two items are skipped. Values
+    are ``None`` when undefined, CIs ``None`` with < 2 groups.
 
     The bootstrap is the percentile method of ``scipy.stats.bootstrap`` over resampled groups,
     written out so that every metric, micro and macro, is computed from the same resamples in
@@ -203,11 +275,9 @@ def aggregate(
             by_group[gid].append(unit_stats(a, b))
     groups = list(by_group)
     G = len(groups)
-    out: dict[str, Any] = {"n_groups": G, "n_units": sum(len(v) for v in by_group.values())}
-    empty = {"micro": None, "micro_ci": None, "macro": None, "macro_ci": None}
+    n_units = sum(len(v) for v in by_group.values())
     if G == 0:
-        out["metrics"] = {m: dict(empty) for m in METRICS}
-        return out
+        return Aggregate(0, n_units, {m: MicroMacro(None, None, None, None) for m in METRICS})
     sums = np.array([[sum(getattr(u, f) for u in by_group[g]) for f in _FIELDS] for g in groups])
     values = np.array(
         [[_finite_mean([getattr(u, m) for u in by_group[g]]) for m in METRICS] for g in groups]
@@ -235,18 +305,17 @@ def aggregate(
             for key, v in evaluate(_resample_counts(rng, min(256, n_resamples - start), G)).items():
                 draws[key].append(v)
     alpha = (1.0 - confidence) / 2
-    metrics: dict[str, Any] = {}
+    metrics: dict[str, MicroMacro] = {}
     for m in METRICS:
-        entry = dict(empty)
+        entry: dict[str, Any] = {}
         for kind in ("micro", "macro"):
             value = none_if_nan(float(point[f"{m}.{kind}"][0]))
-            entry[kind] = value
+            entry[kind], entry[f"{kind}_ci"] = value, None
             if value is not None and draws:
                 d = np.concatenate(draws[f"{m}.{kind}"])
                 d = d[np.isfinite(d)]
                 if len(d):
                     lo, hi = np.quantile(d, [alpha, 1.0 - alpha])
-                    entry[f"{kind}_ci"] = [float(lo), float(hi)]
-        metrics[m] = entry
-    out["metrics"] = metrics
-    return out
+                    entry[f"{kind}_ci"] = (float(lo), float(hi))
+        metrics[m] = MicroMacro(**entry)
+    return Aggregate(G, n_units, metrics)

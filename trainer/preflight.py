@@ -142,7 +142,7 @@ def judge_preflight(
         try:
             checks_dir().mkdir(parents=True, exist_ok=True)
             with Store(checks_dir() / "judge-check.db") as store:
-                report = run_check(check, spec, store)
+                report = run_check(check, spec, store).to_dict()
         except UserError:
             raise
         except Exception as e:  # the check is advice: a failure to run it must not stop training
