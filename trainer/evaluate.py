@@ -22,6 +22,8 @@ import random
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from rankgym.envs.registry import make
+from rankgym.envs.rollout import rollout_groups
 from rankgym.types import Group
 
 Z95 = 1.959963984540054
@@ -139,12 +141,8 @@ def evaluate_policies(
     reference for the paired differences. ``on_groups(name, groups)`` sees each policy's groups
     (e.g. to store them).
     """
-    from rankgym.envs.rollout import rollout_groups
-
     probe = env() if callable(env) else None
     if probe is None:
-        from rankgym.envs.registry import make
-
         probe = make(env)
     threshold = float(getattr(probe, "success_threshold", 1.0))
     n_avail = len(probe.tasks(split))
