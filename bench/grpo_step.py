@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import statistics
 import tempfile
 import time
@@ -36,8 +37,6 @@ WORDS = (
 
 
 def prompts(n: int, words: int, seed: int) -> list[list[dict[str, str]]]:
-    import random
-
     r = random.Random(seed)
     out = []
     for i in range(n):

@@ -31,6 +31,8 @@ import argparse
 import json
 import os
 import platform
+import shutil
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -152,8 +154,6 @@ class VLLMModes:
     """The vLLM server policies: base model and a random LoRA adapter loaded at run time."""
 
     def __init__(self, where: str, args: argparse.Namespace) -> None:
-        import tempfile
-
         from rankgym.envs.policies import make_policy
 
         spec = "vllm:serve" if where == "serve" else f"vllm:{where}"
@@ -187,8 +187,6 @@ class VLLMModes:
         return out
 
     def close(self) -> None:
-        import shutil
-
         self.base.client.unload_lora("bench@lora")
         self.lora.close()
         self.base.close()
