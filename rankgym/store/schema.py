@@ -19,8 +19,6 @@ import logging
 import sqlite3
 from collections.abc import Callable
 
-import sqlite_utils
-
 from rankgym.store.rows import search_text
 
 log = logging.getLogger(__name__)
@@ -30,6 +28,8 @@ Migration = str | Callable[[sqlite3.Connection], None]
 
 def enable_fts(conn: sqlite3.Connection) -> None:
     """(Re)create ``trajectories_fts`` over ``trajectories.text`` with sqlite-utils' triggers."""
+    import sqlite_utils  # lazy: it imports pandas and pyarrow (~0.5 s); only migrations need it
+
     db = sqlite_utils.Database(conn, recursive_triggers=False, execute_plugins=False)
     db["trajectories"].enable_fts(
         ["text"], fts_version="FTS5", tokenize="unicode61", create_triggers=True, replace=True
