@@ -29,6 +29,7 @@ from typing import Any
 
 from rankgym.cli import Command
 from rankgym.errors import UserError
+from rankgym.store import Store
 
 APP = Path(__file__).resolve().parent / "app.py"
 
@@ -111,8 +112,6 @@ def _check_port(host: str, port: int) -> None:
 
 
 def _run(args: argparse.Namespace) -> dict[str, Any]:
-    from rankgym.store import Store, StoreError
-
     store = Path(args.store).expanduser().resolve()
     if not store.is_file():
         raise UserError(
@@ -120,10 +119,7 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
             f'{args.store} ...`, or try the sample: python -c "from rankgym.dashboard.sample '
             f"import build_sample_store; build_sample_store('{args.store}')\""
         )
-    try:
-        Store(store, readonly=True).close()
-    except StoreError as e:
-        raise UserError(str(e)) from None
+    Store(store, readonly=True).close()  # a StoreError is the CLI's one-line error
     _check_port(args.host, args.port)
     for name in args.allow_host:
         if not _HOST_RE.fullmatch(name.strip().strip("[]")):

@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from rankgym.cli import Command
+from rankgym.store import Store
 from rankgym.terminal import printable
 
 
@@ -17,8 +18,6 @@ def _export_args(p: argparse.ArgumentParser) -> None:
 
 
 def _export(args: argparse.Namespace) -> dict[str, Any]:
-    from rankgym.store import Store
-
     with Store.for_reading(args.store) as store:
         result = store.export(args.out, args.format)
     skipped = [{"group_id": gid, "reason": why} for gid, why in result.skipped]
