@@ -37,6 +37,7 @@ import streamlit as st
 
 from rankgym.judges.agreement import agreement_report, disagreements
 from rankgym.store import Store
+from rankgym.trainer.rewards import StepMetrics
 
 STORE_ENV = "RANKGYM_STORE"
 _local = threading.local()
@@ -156,16 +157,10 @@ def spec_label(spec: dict[str, Any]) -> str:
 @st.cache_data(ttl=600, show_spinner=False, max_entries=64)
 def step_metrics(key: tuple, run_id: str) -> pd.DataFrame:
     """The metrics the trainer logged per step (``Store.log_step``), one row per step."""
-    rows = reader().steps(run_id)
-    records = []
-    for r in rows:
-        rec: dict[str, Any] = {"step": r["step"]}
-        for k, v in (r["metrics"] or {}).items():
-            if isinstance(v, bool):
-                rec[k] = float(v)
-            elif isinstance(v, int | float):
-                rec[k] = v
-        records.append(rec)
+    records = [
+        {"step": r["step"], **StepMetrics.from_dict(r["metrics"] or {}).series()}
+        for r in reader().steps(run_id)
+    ]
     return pd.DataFrame(records).set_index("step") if records else pd.DataFrame()
 
 

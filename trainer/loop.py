@@ -36,6 +36,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +51,13 @@ from rankgym.trainer.distributed import from_env as dist_from_env
 from rankgym.trainer.distributed import rank_config
 from rankgym.trainer.grpo import Sample, group_advantages, grpo_update, trajectory_rows
 from rankgym.trainer.preflight import judge_preflight
-from rankgym.trainer.rewards import history_summary, step_line, step_metrics, step_rewards
+from rankgym.trainer.rewards import (
+    StepMetrics,
+    history_summary,
+    step_line,
+    step_metrics,
+    step_rewards,
+)
 from rankgym.trainer.setup import (
     build_lora_model,
     check_env,
@@ -333,7 +340,7 @@ class Trainer:
         )
         return groups, timing
 
-    def step(self, step: int) -> dict[str, Any]:
+    def step(self, step: int) -> StepMetrics:
         """Run training step ``step`` (0-based); returns its metrics (also logged)."""
         cfg = self.cfg
         t_step = time.perf_counter()
@@ -378,15 +385,15 @@ class Trainer:
             bf16=self.bf16,
         )
         if self.sync is not None:
-            metrics.update(self.sync.last)
-        if metrics["no_signal"]:
+            metrics = replace(metrics, extra=dict(self.sync.last))
+        if metrics.no_signal:
             self.echo(
                 f"step {step}: no signal ({adv.zero_variance_groups}/{len(groups)} groups had "
                 "equal rewards); no optimizer step"
             )
         t_ck = time.perf_counter()
         self.policy.name = self.policy_name(step + 1)
-        metrics["time_step_s"] = time.perf_counter() - t_step
+        metrics = replace(metrics, time_step_s=time.perf_counter() - t_step)
         path = ckpt.save_checkpoint(
             self.out,
             step + 1,
@@ -395,16 +402,17 @@ class Trainer:
             self.scheduler,
             meta={
                 "run_id": self.run_id,
-                "metrics": metrics,
+                "metrics": metrics.to_dict(),
                 "env": {"id": self.cfg.env.id, "kwargs": self.cfg.env.kwargs},
                 "policy_model": self.cfg.policy.model,
                 "max_new_tokens": self.cfg.policy.max_new_tokens,
             },
             keep=cfg.keep_checkpoints,
         )
-        metrics["time_checkpoint_s"] = time.perf_counter() - t_ck
-        metrics["checkpoint"] = str(path)
-        self.store.log_step(self.run_id, step, metrics)
+        metrics = replace(
+            metrics, time_checkpoint_s=time.perf_counter() - t_ck, checkpoint=str(path)
+        )
+        self.store.log_step(self.run_id, step, metrics.to_dict())
         return metrics
 
     # ---- evaluation -----------------------------------------------------------------------
@@ -443,7 +451,7 @@ class Trainer:
         self.setup()
         cfg = self.cfg
         t0 = time.perf_counter()
-        history: list[dict[str, Any]] = []
+        history: list[StepMetrics] = []
         evals: list[dict[str, Any]] = []
         if self.start_step >= cfg.steps:
             self.echo(f"run {self.run_id} already has {self.start_step} steps; nothing to do")
@@ -460,7 +468,7 @@ class Trainer:
                 ev = self.evaluate(f"step{k + 1}")
                 ev["step"] = k + 1
                 evals.append(ev)
-                self.store.log_step(self.run_id, k, {**m, "eval": ev})
+                self.store.log_step(self.run_id, k, replace(m, eval=ev).to_dict())
         final = ckpt.latest_checkpoint(self.out)
         adapter = ckpt.copy_adapter(final, self.out / "adapter") if final else None
         if (cfg.eval.at_end or cfg.eval.every) and self.dist.main:

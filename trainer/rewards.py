@@ -8,7 +8,8 @@ judge derived itself (``judge_hack_suspected``, ``judge_top_verifier_failed``) a
 the first is noise with the embedded judge, the second would leak the verifier into a
 judge-only reward.
 
-``step_metrics`` names every key a step logs to the store (and the Runs page reads).
+:class:`StepMetrics` is what a step logs to the store (and the Runs page reads), built by
+``step_metrics``; ``step_line`` and ``history_summary`` read it.
 
 What this module does not do: no reward shaping beyond the blend and the penalty (no length
 penalty, no format reward: format credit is the env's business), and no normalisation (that is
@@ -19,15 +20,18 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from rankgym.types import Group, Trajectory
 
 __all__ = [
+    "StepMetrics",
     "StepRewards",
     "blend_reward",
     "env_hack_signals",
+    "history_summary",
+    "step_line",
     "step_metrics",
     "step_rewards",
 ]
@@ -106,6 +110,130 @@ def step_rewards(
     return out
 
 
+@dataclass(frozen=True)
+class StepMetrics:
+    """What one training step logs: the store's ``steps.metrics`` row and the step line.
+
+    ``to_dict`` gives the stored JSON and ``from_dict`` reads a stored row back (any row: the
+    dashboard's sample store logs other keys). Means and rates are None when nothing was
+    measured (e.g. ``judge_score_mean`` with a verifiable reward); ``judge_*`` counts are None
+    when no judge ran.
+    """
+
+    policy: str
+    """The rollout policy's name, ``<model>@step<k>``."""
+    reward_kind: str
+    """``reward.kind``: ``judge``, ``verifiable`` or ``judge+verifiable``."""
+    reward_mean: float | None
+    """Mean training reward (blend + hack penalty) over trajectories with a signal."""
+    reward_std: float | None
+    judge_score_mean: float | None
+    judge_score_std: float | None
+    verifiable_mean: float | None
+    verifiable_std: float | None
+    success_rate: float | None
+    """Share of the step's trajectories whose verifiable reward reached the env's threshold."""
+    groups: int
+    trajectories: int
+    zero_variance_groups: int
+    """Groups whose rewards were all equal: zero advantage, no learning signal."""
+    unscored_trajectories: int
+    """Trajectories with no reward (unjudged, or no verifiable reward the blend needs)."""
+    unjudged_groups: int
+    hack_flagged: int
+    """Trajectories the env raised a hack signal for."""
+    hack_penalized: int
+    """Flagged trajectories whose reward the penalty lowered to their group's minimum."""
+    no_signal: bool
+    """True when no trajectory had a non-zero advantage: no optimizer step was taken."""
+    trained_trajectories: int
+    loss: float
+    grad_norm: float
+    clip_fraction: float
+    kl: float | None
+    """Mean KL to the base model (None with ``kl_coef = 0``)."""
+    lr: float
+    update_tokens: int
+    update_tokens_per_s: float
+    rollout_completion_tokens: int | None
+    rollout_tokens_per_s: float | None
+    judge_input_tokens: int | None
+    judge_output_tokens: int | None
+    judge_cost_usd: float | None
+    judge_latency_s_mean: float | None
+    judge_calls: int | None
+    time_rollout_s: float | None
+    time_judge_s: float | None
+    time_update_s: float
+    reused_rollout: bool
+    """True when a resumed run reused the step's stored rollout (its manifest existed)."""
+    threads: dict[str, int] | None
+    """Torch threads chosen per phase (``adapt_threads``), else None."""
+    bf16: bool
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Keys other parts add (the vLLM adapter sync's stats); on read, keys this version lacks."""
+    time_step_s: float | None = None
+    """Wall time of the step up to its checkpoint (set by the loop)."""
+    time_checkpoint_s: float | None = None
+    checkpoint: str | None = None
+    """The checkpoint dir the step wrote."""
+    eval: dict[str, Any] | None = None
+    """The held-out evaluation run after this step, when there was one (store rows only)."""
+    keys: tuple[str, ...] | None = field(default=None, repr=False, compare=False)
+    """The stored row's keys in order, for a record ``from_dict`` read (see ``to_dict``)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON-able dict the store keeps.
+
+        A record the trainer built writes every field in class order (``extra`` merged after
+        ``bf16``; the four fields the loop fills late only once set). A record read back writes
+        the keys it was read with, in their order, then any other field or extra key now set,
+        so ``from_dict(row).to_dict()`` is ``row``, key order included.
+        """
+        if self.keys is None:
+            out: dict[str, Any] = {}
+            for name in _NAMES:
+                v = getattr(self, name)
+                if name == "bf16":
+                    out[name] = v
+                    out.update(self.extra)
+                elif name not in _LATE or v is not None:
+                    out[name] = v
+            return out
+        out = {k: getattr(self, k) if k in _NAMES else self.extra[k] for k in self.keys}
+        for name in _NAMES:
+            if name not in out and getattr(self, name) is not None:
+                out[name] = getattr(self, name)
+        for k, v in self.extra.items():
+            out.setdefault(k, v)
+        return out
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> StepMetrics:
+        """A stored metrics row as a record: keys it lacks (older or other writers) read as
+        None, keys this version does not name go to ``extra``."""
+        extra = {k: v for k, v in d.items() if k not in _NAMES}
+        return cls(**{k: d.get(k) for k in _NAMES}, extra=extra, keys=tuple(d))
+
+    def series(self) -> dict[str, float]:
+        """The numeric metrics (bools as 0.0/1.0) in stored order: one curve each on Runs."""
+        out: dict[str, float] = {}
+        for k, v in self.to_dict().items():
+            if isinstance(v, bool):
+                out[k] = float(v)
+            elif isinstance(v, int | float):
+                out[k] = v
+        return out
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """Dict-style read of one key (for callers written against the old dict; prefer attributes)."""
+        return self.to_dict().get(key, default)
+
+
+_LATE = frozenset({"time_step_s", "time_checkpoint_s", "checkpoint", "eval"})
+_NAMES = tuple(f.name for f in fields(StepMetrics) if f.name not in ("extra", "keys"))
+
+
 def _mean_std(xs: list[float]) -> tuple[float | None, float | None]:
     if not xs:
         return None, None
@@ -126,86 +254,88 @@ def step_metrics(
     lr: float,
     timing: dict[str, Any],
     bf16: bool,
-) -> dict[str, Any]:
-    """The metrics dict of one step, as logged to the store (``update`` is a ``grpo`` UpdateStats)."""
+) -> StepMetrics:
+    """The metrics of one step (``update`` is a ``grpo`` UpdateStats); the loop adds timings."""
     rm, rs = _mean_std(rewards.train)
     jm, jsd = _mean_std(rewards.judge_scores)
     vm, vsd = _mean_std(rewards.verifiable)
     judge = timing.get("judge") or {}
     verif = rewards.verifiable
-    return {
-        "policy": policy,
-        "reward_kind": reward_kind,
-        "reward_mean": rm,
-        "reward_std": rs,
-        "judge_score_mean": jm,
-        "judge_score_std": jsd,
-        "verifiable_mean": vm,
-        "verifiable_std": vsd,
-        "success_rate": (
+    return StepMetrics(
+        policy=policy,
+        reward_kind=reward_kind,
+        reward_mean=rm,
+        reward_std=rs,
+        judge_score_mean=jm,
+        judge_score_std=jsd,
+        verifiable_mean=vm,
+        verifiable_std=vsd,
+        success_rate=(
             sum(v >= success_threshold for v in verif) / n_trajectories if n_trajectories else None
         ),
-        "groups": n_groups,
-        "trajectories": n_trajectories,
-        "zero_variance_groups": zero_variance_groups,
-        "unscored_trajectories": unscored,
-        "unjudged_groups": rewards.unjudged_groups,
-        "hack_flagged": rewards.hack_flagged,
-        "hack_penalized": rewards.hack_penalized,
-        "no_signal": update.trained_trajectories == 0,
-        "trained_trajectories": update.trained_trajectories,
-        "loss": update.loss,
-        "grad_norm": update.grad_norm,
-        "clip_fraction": update.clip_fraction,
-        "kl": update.kl,
-        "lr": lr,
-        "update_tokens": update.tokens,
-        "update_tokens_per_s": update.tokens_per_s,
-        "rollout_completion_tokens": timing.get("rollout_completion_tokens"),
-        "rollout_tokens_per_s": (
+        groups=n_groups,
+        trajectories=n_trajectories,
+        zero_variance_groups=zero_variance_groups,
+        unscored_trajectories=unscored,
+        unjudged_groups=rewards.unjudged_groups,
+        hack_flagged=rewards.hack_flagged,
+        hack_penalized=rewards.hack_penalized,
+        no_signal=update.trained_trajectories == 0,
+        trained_trajectories=update.trained_trajectories,
+        loss=update.loss,
+        grad_norm=update.grad_norm,
+        clip_fraction=update.clip_fraction,
+        kl=update.kl,
+        lr=lr,
+        update_tokens=update.tokens,
+        update_tokens_per_s=update.tokens_per_s,
+        rollout_completion_tokens=timing.get("rollout_completion_tokens"),
+        rollout_tokens_per_s=(
             timing["rollout_completion_tokens"] / timing["rollout_s"]
             if timing.get("rollout_s")
             else None
         ),
-        "judge_input_tokens": judge.get("input_tokens"),
-        "judge_output_tokens": judge.get("output_tokens"),
-        "judge_cost_usd": judge.get("cost_usd"),
-        "judge_latency_s_mean": judge.get("latency_s_mean"),
-        "judge_calls": judge.get("calls"),
-        "time_rollout_s": timing.get("rollout_s"),
-        "time_judge_s": timing.get("judge_s"),
-        "time_update_s": update.seconds,
-        "reused_rollout": timing.get("reused_rollout", False),
-        "threads": timing.get("threads"),
-        "bf16": bf16,
-    }
-
-
-def step_line(m: dict[str, Any], k: int, steps: int) -> str:
-    """The one-line progress report of step ``k`` (0-based) from its metrics."""
-    return (
-        f"step {k + 1}/{steps}  reward {_fmt(m['reward_mean'])}"
-        f"  verifiable {_fmt(m['verifiable_mean'])}"
-        f"  success {_fmt(m['success_rate'])}"
-        f"  zero-var {m['zero_variance_groups']}/{m['groups']}"
-        + (f"  hack-penalized {m['hack_penalized']}" if m["hack_penalized"] else "")
-        + f"  {m['time_step_s']:.0f}s (rollout {m['time_rollout_s'] or 0:.0f}s,"
-        f" judge {m['time_judge_s'] or 0:.0f}s, update {m['time_update_s']:.0f}s)"
+        judge_input_tokens=judge.get("input_tokens"),
+        judge_output_tokens=judge.get("output_tokens"),
+        judge_cost_usd=judge.get("cost_usd"),
+        judge_latency_s_mean=judge.get("latency_s_mean"),
+        judge_calls=judge.get("calls"),
+        time_rollout_s=timing.get("rollout_s"),
+        time_judge_s=timing.get("judge_s"),
+        time_update_s=update.seconds,
+        reused_rollout=timing.get("reused_rollout", False),
+        threads=timing.get("threads"),
+        bf16=bf16,
     )
 
 
-def history_summary(history: list[dict[str, Any]]) -> dict[str, Any]:
+def step_line(m: StepMetrics, k: int, steps: int) -> str:
+    """The one-line progress report of step ``k`` (0-based) from its metrics."""
+    return (
+        f"step {k + 1}/{steps}  reward {_fmt(m.reward_mean)}"
+        f"  verifiable {_fmt(m.verifiable_mean)}"
+        f"  success {_fmt(m.success_rate)}"
+        f"  zero-var {m.zero_variance_groups}/{m.groups}"
+        + (f"  hack-penalized {m.hack_penalized}" if m.hack_penalized else "")
+        + f"  {m.time_step_s or 0:.0f}s (rollout {m.time_rollout_s or 0:.0f}s,"
+        f" judge {m.time_judge_s or 0:.0f}s, update {m.time_update_s:.0f}s)"
+    )
+
+
+def history_summary(history: list[StepMetrics]) -> dict[str, Any]:
     """What a run's summary says about its steps' rewards (first/last, no-signal steps, ...)."""
-    rewards = [r for r in (m.get("reward_mean") for m in history) if r is not None]
+    rewards = [m.reward_mean for m in history if m.reward_mean is not None]
     return {
         "reward_first": rewards[0] if rewards else None,
         "reward_last": rewards[-1] if rewards else None,
-        "no_signal_steps": sum(bool(m["no_signal"]) for m in history),
-        "hack_penalized": sum(int(m.get("hack_penalized") or 0) for m in history),
+        "no_signal_steps": sum(bool(m.no_signal) for m in history),
+        "hack_penalized": sum(int(m.hack_penalized or 0) for m in history),
         "reward_per_step": [
             {
-                k: m.get(k)
-                for k in ("reward_mean", "judge_score_mean", "verifiable_mean", "success_rate")
+                "reward_mean": m.reward_mean,
+                "judge_score_mean": m.judge_score_mean,
+                "verifiable_mean": m.verifiable_mean,
+                "success_rate": m.success_rate,
             }
             for m in history
         ],

@@ -3,7 +3,9 @@ groups per step, for one run.
 
 Curves come from two places and are labelled as such: aggregates computed from the stored
 groups (every run has them) and the metrics the trainer logged with ``Store.log_step`` (train
-runs only). It does not re-derive trainer metrics (KL, clip fraction) from trajectories.
+runs only; read back as ``rankgym.trainer.rewards.StepMetrics``, one curve per numeric key,
+so keys other writers logged show too). It does not re-derive trainer metrics (KL, clip
+fraction) from trajectories.
 """
 
 from __future__ import annotations

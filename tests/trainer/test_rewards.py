@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
+import json
+from dataclasses import fields, replace
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from rankgym.trainer.rewards import blend_reward, step_rewards
+from rankgym.trainer.grpo import UpdateStats
+from rankgym.trainer.rewards import (
+    StepMetrics,
+    StepRewards,
+    blend_reward,
+    history_summary,
+    step_line,
+    step_metrics,
+    step_rewards,
+)
 from rankgym.types import Group, Judgement, Message, Trajectory, TrajectoryScore
 
 
@@ -80,3 +93,118 @@ def test_runs_page_shows_the_hack_penalty_per_step(tmp_path: Path, monkeypatch):
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     assert any("hack_penalty" in c.value for c in at.caption)
+
+
+# A row exactly as the dict-building step_metrics (before StepMetrics) wrote it to the store,
+# with a vLLM adapter sync's stats and an evaluation.
+OLD_ROW = (
+    '{"policy": "m@step0", "reward_kind": "judge+verifiable", "reward_mean": 0.75, '
+    '"reward_std": 0.25, "judge_score_mean": 0.55, "judge_score_std": 0.35, '
+    '"verifiable_mean": 0.5, "verifiable_std": 0.5, "success_rate": 0.5, "groups": 1, '
+    '"trajectories": 2, "zero_variance_groups": 0, "unscored_trajectories": 0, '
+    '"unjudged_groups": 1, "hack_flagged": 2, "hack_penalized": 1, "no_signal": false, '
+    '"trained_trajectories": 2, "loss": 0.12, "grad_norm": 1.5, "clip_fraction": 0.1, '
+    '"kl": 0.003, "lr": 1e-05, "update_tokens": 100, "update_tokens_per_s": 50.0, '
+    '"rollout_completion_tokens": 60, "rollout_tokens_per_s": 20.0, "judge_input_tokens": 5, '
+    '"judge_output_tokens": 6, "judge_cost_usd": null, "judge_latency_s_mean": 0.4, '
+    '"judge_calls": 2, "time_rollout_s": 3.0, "time_judge_s": 1.0, "time_update_s": 2.0, '
+    '"reused_rollout": false, "threads": {"rollout": 1}, "bf16": false, "adapter": "x", '
+    '"adapter_sync_s": 0.1, "time_step_s": 7.0, "time_checkpoint_s": 0.5, "checkpoint": "/x", '
+    '"eval": {"tag": "step1"}}'
+)
+
+
+def _metrics() -> StepMetrics:
+    sr = StepRewards([[0.5, 1.0]], [0.2, 0.9], [1.0, 0.0], [0.5, 1.0], 1, 2, 1)
+    update = UpdateStats(loss=0.12, grad_norm=1.5, clip_fraction=0.1, kl=0.003, trained_trajectories=2, tokens=100, seconds=2.0)  # fmt: skip
+    timing = {"reused_rollout": False, "rollout_s": 3.0, "rollout_completion_tokens": 60, "judge_s": 1.0, "threads": {"rollout": 1},
+              "judge": {"input_tokens": 5, "output_tokens": 6, "cost_usd": None, "latency_s_mean": 0.4, "calls": 2}}  # fmt: skip
+    return step_metrics(
+        policy="m@step0", reward_kind="judge+verifiable", rewards=sr, n_groups=1,
+        n_trajectories=2, success_threshold=1.0, zero_variance_groups=0, unscored=0,
+        update=update, lr=1e-5, timing=timing, bf16=False,
+    )  # fmt: skip
+
+
+def test_step_metrics_serialise_to_the_bytes_the_old_dict_code_stored():
+    m = replace(
+        _metrics(),
+        extra={"adapter": "x", "adapter_sync_s": 0.1},
+        time_step_s=7.0,
+        time_checkpoint_s=0.5,
+        checkpoint="/x",
+        eval={"tag": "step1"},
+    )
+    assert json.dumps(m.to_dict()) == OLD_ROW
+    # before the checkpoint is written, the late keys are simply not there yet
+    assert "checkpoint" not in replace(_metrics(), time_step_s=7.0).to_dict()
+
+
+def test_a_store_row_written_by_the_old_dict_code_reads_back_into_the_record(tmp_path: Path):
+    from rankgym.store import Store
+
+    with Store(tmp_path / "s.db") as s:
+        s.log_step("r", 0, json.loads(OLD_ROW))
+        (row,) = s.steps("r")
+    m = StepMetrics.from_dict(row["metrics"])
+    assert (m.reward_mean, m.hack_penalized, m.no_signal, m.kl) == (0.75, 1, False, 0.003)
+    assert m.threads == {"rollout": 1} and m.eval == {"tag": "step1"}
+    assert m.extra == {"adapter": "x", "adapter_sync_s": 0.1}
+    assert json.dumps(m.to_dict()) == OLD_ROW
+    assert step_line(m, 0, 3) == (
+        "step 1/3  reward 0.750  verifiable 0.500  success 0.500  zero-var 0/1  "
+        "hack-penalized 1  7s (rollout 3s, judge 1s, update 2s)"
+    )
+
+
+def test_a_partial_row_reads_with_none_and_writes_back_without_the_missing_keys():
+    row = {"kl": 0.01, "tokens_per_s": 80.0, "reward_mean": 0.5}  # an older or foreign writer
+    m = StepMetrics.from_dict(row)
+    assert m.reward_mean == 0.5 and m.hack_penalized is None and m.extra == {"tokens_per_s": 80.0}
+    assert list(m.to_dict().items()) == list(row.items())
+    assert m.get("kl") == 0.01 and m.get("loss", "-") == "-"
+    assert history_summary([m])["reward_first"] == 0.5
+    assert replace(m, eval={"tag": "s1"}).to_dict() == {**row, "eval": {"tag": "s1"}}
+
+
+def test_series_are_the_numeric_metrics_in_stored_order_with_bools_as_numbers():
+    row = {"reward_mean": 0.5, "policy": "p", "no_signal": True, "threads": {"a": 1}, "k": 3}
+    assert StepMetrics.from_dict(row).series() == {"reward_mean": 0.5, "no_signal": 1.0, "k": 3}
+    assert list(StepMetrics.from_dict(row).series()) == ["reward_mean", "no_signal", "k"]
+    full = _metrics().series()
+    assert full["bf16"] == 0.0 and "policy" not in full and "kl" in full
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
+    max_leaves=6,
+)
+_keys = st.sampled_from([f.name for f in fields(StepMetrics)]) | st.text(max_size=12)
+
+
+@given(st.dictionaries(_keys, _json, max_size=12))
+def test_any_stored_metrics_dict_survives_a_round_trip_in_order(row):
+    assert list(StepMetrics.from_dict(row).to_dict().items()) == list(row.items())
+
+
+def test_runs_page_reads_rows_the_old_dict_code_stored(tmp_path: Path, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    from rankgym.store import Store
+
+    row = json.loads(OLD_ROW)
+    path = tmp_path / "s.db"
+    with Store(path) as s:
+        s.create_run(name="t", kind="train", run_id="t")
+        for step in range(2):
+            s.log_step("t", step, {**row, "reward_mean": 0.25 * step})
+    monkeypatch.setenv("RANKGYM_STORE", str(path))
+    app = Path(__file__).resolve().parents[2] / "dashboard" / "app.py"
+    at = AppTest.from_file(str(app), default_timeout=60)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    logged = at.dataframe[-1].value  # the trainer's metrics, one row per step
+    numeric = [k for k, v in row.items() if isinstance(v, int | float)]
+    assert list(logged.columns) == numeric and list(logged["reward_mean"]) == [0.0, 0.25]
+    assert list(logged["no_signal"]) == [0.0, 0.0] and "policy" not in logged.columns
