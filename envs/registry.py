@@ -213,7 +213,7 @@ def list_envs() -> list[EnvInfo]:
     return out + load_plugins()
 
 
-def make(env_id: str, **kwargs: Any) -> Any:
+def make(env_id: str, **kwargs: Any) -> Env:
     """``gymnasium.make(env_id, **kwargs).unwrapped``: the rankgym ``Env`` itself.
 
     Returns the unwrapped env so that ``tasks``, ``oracle`` and ``state`` are reachable (the

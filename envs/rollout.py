@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from tqdm.auto import tqdm
 
+from rankgym.envs.base import Env, Task
 from rankgym.envs.policies import EpisodeContext, Generation, Policy, derive_seed
 from rankgym.envs.registry import make
 from rankgym.envs.rollout_report import RolloutResult, error_kind, error_lines, summarize
@@ -65,7 +66,8 @@ MAX_FAILED_IN_A_ROW = 3
 """``rollout_to_store`` stops when this many groups in a row cannot be stored."""
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
-EnvSource = str | Callable[[], Any]
+EnvSource = str | Callable[[], Env]
+"""A registered env id, or a zero-argument factory returning a fresh ``Env``."""
 _MESSAGE_KEYS = set(Message.model_fields) - {"schema_version"}
 
 
@@ -73,8 +75,8 @@ _MESSAGE_KEYS = set(Message.model_fields) - {"schema_version"}
 class _Episode:
     group: int
     index: int
-    task: Any
-    env: Any
+    task: Task
+    env: Env | None
     seed: int
     traj_id: str
     messages: list[dict[str, Any]] = field(default_factory=list)
@@ -90,7 +92,7 @@ class _Episode:
     ended: float = 0.0
 
 
-def _env_factory(env: EnvSource) -> tuple[Callable[[], Any], str | None]:
+def _env_factory(env: EnvSource) -> tuple[Callable[[], Env], str | None]:
     if isinstance(env, EnvFactory):
         return env.make, env.env_id
     if isinstance(env, str):
@@ -99,7 +101,7 @@ def _env_factory(env: EnvSource) -> tuple[Callable[[], Any], str | None]:
     return env, None
 
 
-def _env_id_of(env: Any, fallback: str | None) -> str:
+def _env_id_of(env: Env, fallback: str | None) -> str:
     if fallback:
         return fallback
     spec = getattr(env, "spec", None)
@@ -107,12 +109,12 @@ def _env_id_of(env: Any, fallback: str | None) -> str:
 
 
 def select_tasks(
-    tasks: Sequence[Any],
+    tasks: Sequence[Task],
     task_ids: Sequence[str] | None = None,
     n_tasks: int | None = None,
     seed: int = 0,
     step: int = 0,
-) -> list[Any]:
+) -> list[Task]:
     """The tasks of a rollout: ``task_ids`` in that order, or ``n_tasks`` drawn without repeats.
 
     The draw shuffles the whole split with a seed from ``(seed, step)`` and takes the first
@@ -174,7 +176,7 @@ def rollout_groups(
     tasks = select_tasks(first.tasks(split), task_ids, n_tasks, seed, step)
     threshold_turns = max_turns or int(getattr(first, "max_turns", 10)) + 2
 
-    plans: list[tuple[int, Any, str]] = []
+    plans: list[tuple[int, Task, str]] = []
     for slot, task in enumerate(tasks):
         gid = _group_id(run_id, step, env_id, task.id, seed, slot)
         if gid not in skip_group_ids:
@@ -255,7 +257,7 @@ def rollout_groups(
     return [finished[g] for g in sorted(finished)]
 
 
-def _start(ep: _Episode, factory: Callable[[], Any], split: str) -> None:
+def _start(ep: _Episode, factory: Callable[[], Env], split: str) -> None:
     ep.started = time.perf_counter()
     ep.counts = {
         "tool_calls": 0,
@@ -309,10 +311,8 @@ def _generate(policy: Policy, active: list[_Episode]) -> list[Generation]:
 
 
 def _failed(policy: Policy, e: Exception) -> Generation:
-    return Generation(
-        message={"role": "assistant", "content": ""},
-        policy=getattr(policy, "name", ""),
-        error=f"policy.generate: {type(e).__name__}: {e}",
+    return Generation.failed(
+        getattr(policy, "name", ""), f"policy.generate: {type(e).__name__}: {e}"
     )
 
 
@@ -449,9 +449,9 @@ def rollout_to_store(
     existing = set(store.group_ids(run_id=run_id, step=step))
     factory, env_id = _env_factory(env)
     probe = factory()  # also the first episode's env
-    handed_out: list[Any] = []
+    handed_out: list[Env] = []
 
-    def reuse_probe() -> Any:
+    def reuse_probe() -> Env:
         env = probe if not handed_out else factory()
         handed_out.append(env)
         return env
@@ -477,8 +477,8 @@ def rollout_to_store(
 class EnvFactory:
     """A zero-argument env factory that also names the env id its envs are recorded under."""
 
-    make: Callable[[], Any]
+    make: Callable[[], Env]
     env_id: str
 
-    def __call__(self) -> Any:
+    def __call__(self) -> Env:
         return self.make()

@@ -16,7 +16,9 @@ import sys
 import time
 from typing import Any
 
-from rankgym.cli import Command, UserError
+from rankgym.cli import Command
+from rankgym.envs.base import Env
+from rankgym.errors import UserError
 
 __all__ = ["MAX_GROUP_SIZE", "MAX_NEW_TOKENS", "ROLLOUT", "bounded", "parse_env_kwargs"]
 
@@ -192,7 +194,7 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
     }
     made = [env]  # hand the env made above to the first episode, then make fresh ones
 
-    def factory() -> Any:
+    def factory() -> Env:
         return made.pop() if made else make(args.env, **env_kwargs)
 
     store = Store(args.store)

@@ -42,10 +42,13 @@ becomes that episode's error).
 """
 
 from rankgym.envs.policies.base import (
+    BatchPolicy,
+    Contexts,
     EpisodeContext,
     Generation,
     Messages,
     Policy,
+    Row,
     Tools,
     assistant_message,
     derive_seed,
@@ -63,6 +66,8 @@ from rankgym.envs.policies.transformers import TransformersPolicy
 _assistant_message = assistant_message
 
 __all__ = [
+    "BatchPolicy",
+    "Contexts",
     "EpisodeContext",
     "Generation",
     "LiteLLMPolicy",
@@ -70,6 +75,7 @@ __all__ = [
     "OraclePolicy",
     "Policy",
     "RandomPolicy",
+    "Row",
     "Tools",
     "TransformersPolicy",
     "assistant_message",

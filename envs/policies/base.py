@@ -1,6 +1,9 @@
 """Policy basics: the ``Generation`` record, the ``Policy`` protocol, seeds and chat rendering.
 
-Part of ``rankgym.envs.policies``. Rendering is shared by every backend that works from text:
+Part of ``rankgym.envs.policies``. :class:`BatchPolicy` is the one ``generate`` every built-in
+policy shares: it checks the batch, pairs each conversation with its tools and context as a
+:class:`Row`, and hands the rows to the policy's ``generate_rows`` (or its ``one`` per row).
+Rendering is shared by every backend that works from text:
 ``render_text_protocol`` (models without native tool calling) and ``render_native`` (templates
 that take ``tools``); ``assistant_message`` turns generated text back into an OpenAI message.
 """
@@ -11,10 +14,12 @@ import hashlib
 import json
 import logging
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from rankgym.envs.base import Env, Task
 from rankgym.envs.toolcalls import has_tool_call_markup, parse_text, protocol_prompt
 
 log = logging.getLogger(__name__)
@@ -45,6 +50,11 @@ class Generation:
     notes: list[str] = field(default_factory=list)
     error: str | None = None
 
+    @classmethod
+    def failed(cls, policy: str, reason: str) -> Generation:
+        """A turn the policy could not produce: empty assistant message, ``error`` = ``reason``."""
+        return cls(message={"role": "assistant", "content": ""}, policy=policy, error=reason)
+
 
 @dataclass
 class EpisodeContext:
@@ -54,12 +64,16 @@ class EpisodeContext:
     oracle look up its script. Policies must work without a context where they can.
     """
 
-    task: Any = None
-    env: Any = None
+    task: Task | None = None
+    env: Env | None = None
     seed: int | None = None
     turn: int = 0
     index: int = 0
     """The episode's slot in its group (``MixedPolicy`` picks its policy by it)."""
+
+
+Contexts = Sequence[EpisodeContext] | None
+"""The driver's context of each conversation of a batch, or None when it passed none."""
 
 
 @runtime_checkable
@@ -73,11 +87,65 @@ class Policy(Protocol):
     name: str
 
     def generate(
-        self,
-        batch: list[Messages],
-        tools: list[Tools],
-        contexts: Sequence[EpisodeContext] | None = None,
+        self, batch: list[Messages], tools: list[Tools], contexts: Contexts = None
     ) -> list[Generation]: ...
+
+
+@dataclass(frozen=True)
+class Row:
+    """One conversation of a batch: its slot in the batch, messages, tool schemas and context."""
+
+    index: int
+    messages: Messages
+    tools: Tools
+    ctx: EpisodeContext | None = None
+
+
+def row_contexts(rows: Sequence[Row]) -> list[EpisodeContext] | None:
+    """The rows' contexts as a ``generate`` argument: None unless every row has one."""
+    ctxs = [r.ctx for r in rows if r.ctx is not None]
+    return ctxs if len(ctxs) == len(rows) else None
+
+
+class BatchPolicy:
+    """The ``generate`` the built-in policies share; a subclass writes ``one`` or ``generate_rows``.
+
+    ``generate`` raises ValueError when ``tools`` (or ``contexts``) does not hold one entry per
+    conversation, and otherwise returns what ``generate_rows`` returns: by default ``one(row)``
+    for each row, in order. A policy that batches (a local model) or calls out concurrently
+    overrides ``generate_rows``. Exceptions from either propagate; the rollout driver records
+    them per episode.
+    """
+
+    name: str
+
+    def generate(
+        self, batch: list[Messages], tools: list[Tools], contexts: Contexts = None
+    ) -> list[Generation]:
+        """One assistant turn per conversation of ``batch``."""
+        if len(tools) != len(batch):
+            raise ValueError(f"got {len(batch)} conversations but {len(tools)} tool lists")
+        if contexts is not None and len(contexts) != len(batch):
+            raise ValueError(f"got {len(batch)} conversations but {len(contexts)} contexts")
+        ctxs = contexts if contexts is not None else [None] * len(batch)
+        rows = [Row(i, *parts) for i, parts in enumerate(zip(batch, tools, ctxs, strict=True))]
+        return self.generate_rows(rows)
+
+    def generate_rows(self, rows: list[Row]) -> list[Generation]:
+        """One generation per row, in row order (default: ``one`` for each)."""
+        return [self.one(row) for row in rows]
+
+    def one(self, row: Row) -> Generation:
+        """One conversation's turn; subclasses that do not override ``generate_rows`` write it."""
+        raise NotImplementedError(f"{type(self).__name__} implements neither one nor generate_rows")
+
+
+def map_concurrently(
+    fn: Callable[[Row], Generation], rows: Sequence[Row], concurrency: int
+) -> list[Generation]:
+    """``fn`` over ``rows`` with up to ``concurrency`` threads; results in row order."""
+    with ThreadPoolExecutor(max_workers=min(max(1, concurrency), max(1, len(rows)))) as pool:
+        return list(pool.map(fn, rows))
 
 
 def derive_seed(*parts: Any) -> int:

@@ -5,21 +5,19 @@ Part of ``rankgym.envs.policies``. Failed calls are not retried: the error ends 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from rankgym.envs.policies.base import (
-    EpisodeContext,
+    BatchPolicy,
     Generation,
-    Messages,
-    Tools,
+    Row,
     assistant_message,
+    map_concurrently,
     render_text_protocol,
 )
 
 
-class LiteLLMPolicy:
+class LiteLLMPolicy(BatchPolicy):
     """Any LiteLLM model as a policy: concurrent ``litellm.completion`` calls, one per episode.
 
     For evaluation baselines only: no token ids and no logprobs (empty lists), so its groups
@@ -62,18 +60,15 @@ class LiteLLMPolicy:
             tool_mode = "native" if native else "text"
         self.tool_mode = tool_mode
 
-    def generate(
-        self,
-        batch: list[Messages],
-        tools: list[Tools],
-        contexts: Sequence[EpisodeContext] | None = None,
-    ) -> list[Generation]:
+    def generate_rows(self, rows: list[Row]) -> list[Generation]:
         """One completion per conversation, ``concurrency`` at a time; failures become errors."""
-        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
-            return list(pool.map(self._one, batch, tools))
+        return map_concurrently(self.one, rows, self.concurrency)
 
-    def _one(self, messages: Messages, tools: Tools) -> Generation:
+    def one(self, row: Row) -> Generation:
+        """One ``completion`` call; any exception becomes this turn's error."""
         from rankgym.judges import router
+
+        messages, tools = row.messages, row.tools
 
         kwargs: dict[str, Any] = {
             "model": self.model,
@@ -116,8 +111,4 @@ class LiteLLMPolicy:
             n_out = int(getattr(usage, "completion_tokens", 0) or 0)
             return Generation(message=message, policy=self.name, text=text, completion_tokens=n_out)
         except Exception as e:
-            return Generation(
-                message={"role": "assistant", "content": ""},
-                policy=self.name,
-                error=f"litellm {self.model}: {type(e).__name__}: {e}",
-            )
+            return Generation.failed(self.name, f"litellm {self.model}: {type(e).__name__}: {e}")

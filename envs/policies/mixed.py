@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rankgym.envs.policies.base import EpisodeContext, Generation, Messages, Policy, Tools
+from rankgym.envs.policies.base import BatchPolicy, Generation, Policy, Row, row_contexts
 
 
-class MixedPolicy:
+class MixedPolicy(BatchPolicy):
     """Round-robin over ``policies`` by the episode's slot in its group."""
 
     def __init__(self, policies: Sequence[Policy]) -> None:
@@ -29,23 +29,18 @@ class MixedPolicy:
         self.policies = list(policies)
         self.name = ",".join(p.name for p in self.policies)
 
-    def generate(
-        self,
-        batch: list[Messages],
-        tools: list[Tools],
-        contexts: Sequence[EpisodeContext] | None = None,
-    ) -> list[Generation]:
+    def generate_rows(self, rows: list[Row]) -> list[Generation]:
+        """One call of each policy with its rows; the generations back in row order."""
         n = len(self.policies)
-        slots: dict[int, list[int]] = {}
-        for i in range(len(batch)):
-            k = (contexts[i].index if contexts is not None else i) % n
-            slots.setdefault(k, []).append(i)
-        out: list[Generation | None] = [None] * len(batch)
-        for k, rows in slots.items():
-            ctx = [contexts[i] for i in rows] if contexts is not None else None
+        slots: dict[int, list[Row]] = {}
+        for row in rows:
+            k = (row.ctx.index if row.ctx is not None else row.index) % n
+            slots.setdefault(k, []).append(row)
+        out: list[Generation | None] = [None] * len(rows)
+        for k, part in slots.items():
             gens = self.policies[k].generate(
-                [batch[i] for i in rows], [tools[i] for i in rows], ctx
+                [r.messages for r in part], [r.tools for r in part], row_contexts(part)
             )
-            for i, g in zip(rows, gens, strict=True):
-                out[i] = g
+            for r, g in zip(part, gens, strict=True):
+                out[r.index] = g
         return [g for g in out if g is not None]

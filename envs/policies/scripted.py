@@ -10,20 +10,20 @@ import copy
 import json
 import random
 import string
-from collections.abc import Sequence
 from typing import Any
 
+from rankgym.envs.base import Env
 from rankgym.envs.policies.base import (
-    EpisodeContext,
+    BatchPolicy,
     Generation,
-    Messages,
+    Row,
     Tools,
     derive_seed,
     render_calls,
 )
 
 
-class RandomPolicy:
+class RandomPolicy(BatchPolicy):
     """Random text or random tool calls; no model. A floor for rewards and a stress test.
 
     Half the turns (``p_tool``) call a random tool of the episode with random arguments of
@@ -38,23 +38,16 @@ class RandomPolicy:
         self.p_tool = p_tool
         self._rng = random.Random(seed)
 
-    def generate(
-        self,
-        batch: list[Messages],
-        tools: list[Tools],
-        contexts: Sequence[EpisodeContext] | None = None,
-    ) -> list[Generation]:
-        out = []
-        for i, tool_list in enumerate(tools):
-            ctx = contexts[i] if contexts is not None else None
-            if ctx is not None and ctx.seed is not None:
-                rng = random.Random(derive_seed("random", self.seed, ctx.seed, ctx.turn))
-            else:
-                rng = random.Random(self._rng.getrandbits(63))
-            out.append(self._one(rng, tool_list))
-        return out
+    def one(self, row: Row) -> Generation:
+        """A random tool call or random text, seeded from the episode seed and turn if known."""
+        ctx = row.ctx
+        if ctx is not None and ctx.seed is not None:
+            rng = random.Random(derive_seed("random", self.seed, ctx.seed, ctx.turn))
+        else:
+            rng = random.Random(self._rng.getrandbits(63))
+        return self._draw(rng, row.tools)
 
-    def _one(self, rng: random.Random, tool_list: Tools) -> Generation:
+    def _draw(self, rng: random.Random, tool_list: Tools) -> Generation:
         if tool_list and rng.random() < self.p_tool:
             fn = rng.choice(tool_list).get("function", {})
             name = fn.get("name", "tool") if rng.random() < 0.9 else _word(rng)
@@ -100,7 +93,14 @@ def _random_value(rng: random.Random, schema: dict[str, Any]) -> Any:
     return " ".join(_word(rng) for _ in range(rng.randint(1, 3)))
 
 
-class OraclePolicy:
+def _script_step(script: list[dict[str, Any]], k: int, policy: str) -> Generation:
+    """The script's ``k``-th message as this turn's assistant message (a copy)."""
+    msg = copy.deepcopy(dict(script[k]))
+    msg["role"] = "assistant"
+    return Generation(message=msg, policy=policy, text=msg.get("content") or "")
+
+
+class OraclePolicy(BatchPolicy):
     """Replays ``env.oracle(task)``: the k-th assistant turn of an episode is the script's k-th.
 
     Needs the episode's task (and env) through ``EpisodeContext``, which the rollout driver
@@ -108,42 +108,32 @@ class OraclePolicy:
     env has no oracle, the turn is an error (the episode ends with it recorded).
     """
 
-    def __init__(self, env: Any = None, name: str = "oracle") -> None:
+    def __init__(self, env: Env | None = None, name: str = "oracle") -> None:
         self.env = env
         self.name = name
 
-    def generate(
-        self,
-        batch: list[Messages],
-        tools: list[Tools],
-        contexts: Sequence[EpisodeContext] | None = None,
-    ) -> list[Generation]:
-        out = []
-        for i, messages in enumerate(batch):
-            ctx = contexts[i] if contexts is not None else None
-            env = (ctx.env if ctx is not None else None) or self.env
-            task = ctx.task if ctx is not None else None
-            k = sum(m.get("role") == "assistant" for m in messages)
-            empty = {"role": "assistant", "content": ""}
-            if env is None or task is None:
-                err = "the oracle policy needs the episode's env and task (run it via rollout)"
-                out.append(Generation(message=empty, policy=self.name, error=err))
-                continue
-            script = env.oracle(task)
-            if not script:
-                err = f"env {getattr(env, 'env_id', type(env).__name__)} has no oracle"
-                out.append(Generation(message=empty, policy=self.name, error=err))
-            elif k >= len(script):
-                err = f"oracle script for task {task.id} has {len(script)} turns, asked for turn {k + 1}"
-                out.append(Generation(message=empty, policy=self.name, error=err))
-            else:
-                msg = copy.deepcopy(dict(script[k]))
-                msg["role"] = "assistant"
-                out.append(Generation(message=msg, policy=self.name, text=msg.get("content") or ""))
-        return out
+    def one(self, row: Row) -> Generation:
+        """The script's next step, or an error when there is no script or it has run out."""
+        ctx = row.ctx
+        env = (ctx.env if ctx is not None else None) or self.env
+        task = ctx.task if ctx is not None else None
+        if env is None or task is None:
+            reason = "the oracle policy needs the episode's env and task (run it via rollout)"
+            return Generation.failed(self.name, reason)
+        k = sum(m.get("role") == "assistant" for m in row.messages)
+        script = env.oracle(task)
+        if not script:
+            env_name = getattr(env, "env_id", type(env).__name__)
+            return Generation.failed(self.name, f"env {env_name} has no oracle")
+        if k >= len(script):
+            reason = (
+                f"oracle script for task {task.id} has {len(script)} turns, asked for turn {k + 1}"
+            )
+            return Generation.failed(self.name, reason)
+        return _script_step(script, k, self.name)
 
 
-class NoisyOraclePolicy:
+class NoisyOraclePolicy(BatchPolicy):
     """The env's oracle with noise: spec ``oracle~P`` (``0 <= P <= 1``).
 
     Each turn, with probability ``noise``, a random tool call (random tool, random arguments)
@@ -163,32 +153,22 @@ class NoisyOraclePolicy:
         self.random = RandomPolicy(seed=seed, p_tool=1.0 if noise < 1 else 0.5, name=self.name)
         self.steps: dict[Any, int] = {}  # oracle steps taken, per episode
 
-    def generate(
-        self,
-        batch: list[Messages],
-        tools: list[Tools],
-        contexts: Sequence[EpisodeContext] | None = None,
-    ) -> list[Generation]:
-        out = []
-        for i, _messages in enumerate(batch):
-            ctx = contexts[i] if contexts is not None else None
-            env, task = (ctx.env, ctx.task) if ctx is not None else (None, None)
-            script = (env.oracle(task) or []) if env is not None and task is not None else []
-            rng = random.Random(
-                derive_seed("noise", self.seed, ctx.seed if ctx else i, ctx.turn if ctx else 0)
-            )
-            if not script or rng.random() < self.noise:
-                out += self.random.generate([_messages], [tools[i]], [ctx] if ctx else None)
-                continue
-            key = (ctx.seed, getattr(task, "id", None)) if ctx is not None else i
-            if ctx is not None and ctx.turn == 0:
-                self.steps[key] = 0  # a new episode (the policy may be reused)
-            k = min(self.steps.get(key, 0), len(script) - 1)
-            self.steps[key] = k + 1
-            msg = copy.deepcopy(dict(script[k]))
-            msg["role"] = "assistant"
-            out.append(Generation(message=msg, policy=self.name, text=msg.get("content") or ""))
-        return out
+    def one(self, row: Row) -> Generation:
+        """The oracle's next step, or with probability ``noise`` a random turn instead."""
+        ctx, i = row.ctx, row.index
+        env, task = (ctx.env, ctx.task) if ctx is not None else (None, None)
+        script = (env.oracle(task) or []) if env is not None and task is not None else []
+        rng = random.Random(
+            derive_seed("noise", self.seed, ctx.seed if ctx else i, ctx.turn if ctx else 0)
+        )
+        if not script or rng.random() < self.noise:
+            return self.random.one(row)
+        key = (ctx.seed, getattr(task, "id", None)) if ctx is not None else i
+        if ctx is not None and ctx.turn == 0:
+            self.steps[key] = 0  # a new episode (the policy may be reused)
+        k = min(self.steps.get(key, 0), len(script) - 1)
+        self.steps[key] = k + 1
+        return _script_step(script, k, self.name)
 
 
 def noisy_oracle(spec: str, seed: int = 0) -> NoisyOraclePolicy:

@@ -6,8 +6,8 @@ Part of ``rankgym.envs.policies``; the specs are listed in the package docstring
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
+from rankgym.envs.base import Env
 from rankgym.envs.policies.base import Policy
 from rankgym.envs.policies.litellm import LiteLLMPolicy
 from rankgym.envs.policies.scripted import OraclePolicy, RandomPolicy, noisy_oracle
@@ -18,7 +18,7 @@ from rankgym.model import auto_dtype
 
 def make_policy(
     spec: str,
-    env: Any = None,
+    env: Env | None = None,
     *,
     max_new_tokens: int | None = None,
     temperature: float = 1.0,

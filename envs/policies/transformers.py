@@ -7,26 +7,18 @@ tool-call conventions).
 from __future__ import annotations
 
 import inspect
-import random
-from collections.abc import Sequence
-from typing import Any
+from typing import Any, Unpack
 
-from rankgym.envs.policies.base import (
-    EpisodeContext,
-    Generation,
-    Messages,
-    Tools,
-    assistant_message,
-    row_seed,
-)
-from rankgym.envs.policies.render import assistant_turns, pick_tool_mode, prompt_ids
+from rankgym.envs.policies.base import Generation, Messages, Row, Tools, assistant_message, row_seed
+from rankgym.envs.policies.local import LocalTokensPolicy, Sampling, stop_token_ids
+from rankgym.envs.policies.render import assistant_turns
 from rankgym.model import cpu_bf16_native
 from rankgym.types import Turn
 
 AUTOCAST_MIN_ROWS = 8
 
 
-class TransformersPolicy:
+class TransformersPolicy(LocalTokensPolicy):
     """Batched sampling from a local causal LM (plain or peft-wrapped) with token ids and logprobs.
 
     ``model`` may be a ``PeftModel``: the trainer passes its LoRA model and sets ``name`` after
@@ -35,7 +27,9 @@ class TransformersPolicy:
     autocast for batches of 8+ rows when the weights are float32 on a CPU with bf16 support
     (faster prefill; at small batches it slows decoding); weights already in bf16 run as they
     are; True/False force it. Prompts longer than ``max_prompt_tokens`` keep the system message's
-    tokens and the most recent tokens (a note is recorded in ``Generation.notes``).
+    tokens and the most recent tokens (a note is recorded in ``Generation.notes``). The sampling
+    keywords (``max_new_tokens``, ``temperature``, ``top_p``, ``top_k``, ``seed``,
+    ``max_prompt_tokens``, ``tool_mode``) are :class:`~rankgym.envs.policies.local.Sampling`.
     """
 
     def __init__(
@@ -43,40 +37,19 @@ class TransformersPolicy:
         model: Any,
         tokenizer: Any,
         name: str = "transformers",
-        max_new_tokens: int = 96,
-        temperature: float = 1.0,
-        top_p: float = 1.0,
-        top_k: int = 0,
-        seed: int = 0,
-        max_prompt_tokens: int = 2048,
         max_batch_size: int = 64,
         autocast: bool | None = None,
-        tool_mode: str = "auto",
+        **sampling: Unpack[Sampling],
     ) -> None:
         import torch
 
-        if max_new_tokens < 1:
-            raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
-        if temperature < 0:
-            raise ValueError(f"temperature must be >= 0, got {temperature}")
-        if not 0 < top_p <= 1:
-            raise ValueError(f"top_p must be in (0, 1], got {top_p}")
+        super().__init__(tokenizer, name, **sampling)
         self.model = model
-        self.tokenizer = tokenizer
-        self.name = name
-        self.max_new_tokens = max_new_tokens
-        self.temperature = temperature
-        self.top_p = top_p
-        self.top_k = top_k
-        self.seed = seed
-        self.max_prompt_tokens = max_prompt_tokens
         self.max_batch_size = max_batch_size
-        self._rng = random.Random(seed)
-        self.tool_mode = pick_tool_mode(tokenizer, tool_mode)
         self.pad_id = tokenizer.pad_token_id
         if self.pad_id is None:
             self.pad_id = tokenizer.eos_token_id
-        self.eos_ids = self._eos_ids()
+        self.eos_ids = stop_token_ids(tokenizer, getattr(model, "generation_config", None))
         param = next(model.parameters())
         self.device = param.device
         self.autocast = autocast
@@ -88,26 +61,7 @@ class TransformersPolicy:
         # transformers >= 5.2x calls the KV cache `cache`; earlier versions `past_key_values`
         self._cache_kwarg = "cache" if "cache" in params else "past_key_values"
 
-    def _eos_ids(self) -> set[int]:
-        ids: set[int] = set()
-        for source in (
-            self.tokenizer.eos_token_id,
-            getattr(getattr(self.model, "generation_config", None), "eos_token_id", None),
-        ):
-            if isinstance(source, int):
-                ids.add(source)
-            elif isinstance(source, list | tuple):
-                ids.update(int(x) for x in source)
-        end = self.tokenizer.convert_tokens_to_ids("<|im_end|>")
-        if isinstance(end, int) and end != getattr(self.tokenizer, "unk_token_id", None):
-            ids.add(end)
-        return ids
-
     # ---- prompts ------------------------------------------------------------------------
-
-    def encode(self, messages: Messages, tools: Tools) -> tuple[list[int], list[str]]:
-        """Prompt token ids for a conversation (``render.prompt_ids``: template, tools, truncation)."""
-        return prompt_ids(self.tokenizer, messages, tools, self.tool_mode, self.max_prompt_tokens)
 
     def demonstration(
         self, messages: Messages, tools: Tools, name: str = "demonstration"
@@ -126,28 +80,19 @@ class TransformersPolicy:
 
     # ---- sampling -----------------------------------------------------------------------
 
-    def generate(
-        self,
-        batch: list[Messages],
-        tools: list[Tools],
-        contexts: Sequence[EpisodeContext] | None = None,
-    ) -> list[Generation]:
+    def generate_rows(self, rows: list[Row]) -> list[Generation]:
         """One assistant turn for each conversation, sampled in left-padded batches."""
-        if len(tools) != len(batch):
-            raise ValueError(f"got {len(batch)} conversations but {len(tools)} tool lists")
-        results: list[Generation | None] = [None] * len(batch)
+        results: list[Generation | None] = [None] * len(rows)
         prompts: list[tuple[int, list[int], int]] = []  # (index, ids, row seed)
         notes: dict[int, list[str]] = {}
-        for i, (messages, tool_list) in enumerate(zip(batch, tools, strict=True)):
-            seed = row_seed(self.seed, contexts[i] if contexts is not None else None, self._rng)
+        for row in rows:
+            i = row.index
+            seed = row_seed(self.seed, row.ctx, self._rng)
             try:
-                ids, notes[i] = self.encode(messages, tool_list)
+                ids, notes[i] = self.encode(row.messages, row.tools)
             except Exception as e:  # a template that rejects this conversation
-                results[i] = Generation(
-                    message={"role": "assistant", "content": ""},
-                    policy=self.name,
-                    error=f"chat template failed: {type(e).__name__}: {e}",
-                )
+                reason = f"chat template failed: {type(e).__name__}: {e}"
+                results[i] = Generation.failed(self.name, reason)
                 continue
             prompts.append((i, ids, seed))
         prompts.sort(key=lambda p: len(p[1]))  # similar lengths together: less padding

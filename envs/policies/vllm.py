@@ -30,23 +30,19 @@ distribution.
 
 from __future__ import annotations
 
-import random
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from types import SimpleNamespace
-from typing import Any
+from typing import Any, Unpack
 
 from rankgym.envs.policies.base import (
-    EpisodeContext,
     Generation,
     Messages,
+    Row,
     Tools,
     assistant_message,
+    map_concurrently,
     row_seed,
 )
-from rankgym.envs.policies.render import pick_tool_mode, prompt_ids
-from rankgym.envs.policies.transformers import TransformersPolicy
+from rankgym.envs.policies.local import LocalTokensPolicy, Sampling, stop_token_ids
 from rankgym.envs.vllm_server import ManagedServer, VLLMClient, VLLMError
 
 __all__ = ["VLLMPolicy", "make_vllm_policy"]
@@ -54,7 +50,7 @@ __all__ = ["VLLMPolicy", "make_vllm_policy"]
 _INT63 = 2**63 - 1
 
 
-class VLLMPolicy:
+class VLLMPolicy(LocalTokensPolicy):
     """Batched rollouts through a vLLM server (see the module docstring).
 
     ``concurrency`` requests are in flight at once (vLLM batches them itself). ``server`` is a
@@ -67,35 +63,20 @@ class VLLMPolicy:
         tokenizer: Any,
         model: str,
         name: str | None = None,
-        max_new_tokens: int = 96,
-        temperature: float = 1.0,
-        top_p: float = 1.0,
-        top_k: int = 0,
-        seed: int = 0,
-        max_prompt_tokens: int = 2048,
         concurrency: int = 64,
-        tool_mode: str = "auto",
         server: ManagedServer | None = None,
+        **sampling: Unpack[Sampling],
     ) -> None:
-        if max_new_tokens < 1:
-            raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
-        self.client, self.tokenizer, self.model = client, tokenizer, model
-        self.name = name or f"vllm:{model}"
-        self.max_new_tokens, self.max_prompt_tokens = max_new_tokens, max_prompt_tokens
-        self.temperature, self.top_p, self.top_k, self.seed = temperature, top_p, top_k, seed
+        super().__init__(tokenizer, name or f"vllm:{model}", **sampling)
+        self.client, self.model = client, model
         self.concurrency = max(1, concurrency)
         self.server = server
-        self._rng = random.Random(seed)
-        self.tool_mode = pick_tool_mode(tokenizer, tool_mode)
         self.eos_ids = _eos_ids(tokenizer)
         # leave room for the answer inside the server's context (it refuses longer requests)
         window = next((m.get("max_model_len") for m in client.models() if m["id"] == model), None)
         if window:
-            self.max_prompt_tokens = max(1, min(max_prompt_tokens, int(window) - max_new_tokens))
-
-    def encode(self, messages: Messages, tools: Tools) -> tuple[list[int], list[str]]:
-        """Prompt token ids, exactly as the embedded policy makes them (``render.prompt_ids``)."""
-        return prompt_ids(self.tokenizer, messages, tools, self.tool_mode, self.max_prompt_tokens)
+            room = int(window) - self.max_new_tokens
+            self.max_prompt_tokens = max(1, min(self.max_prompt_tokens, room))
 
     def payload(self, ids: list[int], seed: int) -> dict[str, Any]:
         """The ``/v1/completions`` request for one prompt."""
@@ -115,28 +96,20 @@ class VLLMPolicy:
             p["top_k"] = self.top_k
         return p
 
-    def generate(
-        self,
-        batch: list[Messages],
-        tools: list[Tools],
-        contexts: Sequence[EpisodeContext] | None = None,
-    ) -> list[Generation]:
-        """One assistant turn per conversation; a failed request becomes that turn's error."""
-        if len(tools) != len(batch):
-            raise ValueError(f"got {len(batch)} conversations but {len(tools)} tool lists")
-        jobs = [
-            (
-                messages,
-                tool_list,
-                row_seed(self.seed, contexts[i] if contexts is not None else None, self._rng),
-            )
-            for i, (messages, tool_list) in enumerate(zip(batch, tools, strict=True))
-        ]
-        with ThreadPoolExecutor(max_workers=min(self.concurrency, max(1, len(jobs)))) as pool:
-            return list(pool.map(lambda j: self._one(*j), jobs))
+    def generate_rows(self, rows: list[Row]) -> list[Generation]:
+        """One assistant turn per conversation; a failed request becomes that turn's error.
 
-    def _error(self, msg: str) -> Generation:
-        return Generation(message={"role": "assistant", "content": ""}, policy=self.name, error=msg)
+        Seeds are drawn in row order before any request goes out, so they do not depend on
+        which request a thread picks up first."""
+        seeds = [row_seed(self.seed, row.ctx, self._rng) for row in rows]
+        return map_concurrently(
+            lambda row: self._one(row.messages, row.tools, seeds[row.index]),
+            rows,
+            self.concurrency,
+        )
+
+    def _error(self, reason: str) -> Generation:
+        return Generation.failed(self.name, reason)
 
     def _one(self, messages: Messages, tool_list: Tools, seed: int) -> Generation:
         try:
@@ -178,15 +151,14 @@ class VLLMPolicy:
 
 
 def _eos_ids(tokenizer: Any) -> set[int]:
-    """The embedded policy's stop tokens: tokenizer and generation-config EOS, ``<|im_end|>``."""
+    """The embedded policy's stop tokens, with the generation config next to the tokenizer."""
     from transformers import GenerationConfig
 
     gen = None
     path = getattr(tokenizer, "name_or_path", "")
     if path and (Path(path) / "generation_config.json").is_file():
         gen = GenerationConfig.from_pretrained(path)
-    shim = SimpleNamespace(tokenizer=tokenizer, model=SimpleNamespace(generation_config=gen))
-    return TransformersPolicy._eos_ids(shim)  # type: ignore[arg-type]
+    return stop_token_ids(tokenizer, gen)
 
 
 def _tokenizer_for(client: VLLMClient, name: str | None) -> tuple[Any, str]:
