@@ -38,9 +38,12 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from rankgym.types import Trajectory
+
+if TYPE_CHECKING:
+    from rankgym.store import Store
 
 Source = Literal["verifier", "human"]
 
@@ -109,7 +112,7 @@ def visible_length(t: Trajectory) -> int:
     return len(t.text())
 
 
-def _trajectories(store: Any) -> Iterable[tuple[str, Trajectory]]:
+def _trajectories(store: Store) -> Iterable[tuple[str, Trajectory]]:
     for gid in store.group_ids():
         g = store.get_group(gid)
         for t in g.trajectories:
@@ -117,7 +120,7 @@ def _trajectories(store: Any) -> Iterable[tuple[str, Trajectory]]:
 
 
 def verifier_pairs(
-    stores: dict[str, Any], min_gap: float = 0.5, max_per_task: int = 4, seed: int = 0
+    stores: dict[str, Store], min_gap: float = 0.5, max_per_task: int = 4, seed: int = 0
 ) -> list[PairItem]:
     """Pairs of same-task trajectories whose verifiable rewards differ by >= ``min_gap``.
 
@@ -146,7 +149,7 @@ def verifier_pairs(
     return out
 
 
-def human_pairs(stores: dict[str, Any], max_per_task: int = 4, seed: int = 0) -> list[PairItem]:
+def human_pairs(stores: dict[str, Store], max_per_task: int = 4, seed: int = 0) -> list[PairItem]:
     """Pairs from people's rankings: within a group, lower mean rank wins (ties dropped)."""
     rng = random.Random(seed)
     out: list[PairItem] = []
@@ -250,7 +253,7 @@ def baselines(pairs: list[PairItem]) -> dict[str, float | None]:
 
 
 def build_dataset(
-    stores: dict[str, Any],
+    stores: dict[str, Store],
     heldout_fraction: float = 0.3,
     min_gap: float = 0.5,
     max_per_task: int = 4,
