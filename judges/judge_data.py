@@ -74,10 +74,7 @@ class PairItem:
     def to_dict(self) -> dict[str, Any]:
         return {
             "id": self.id,
-            "env_id": self.env_id,
-            "task_id": self.task_id,
-            "source": self.source,
-            "store": self.store,
+            **{k: getattr(self, k) for k in _TEXT_FIELDS},
             "gap": self.gap,
             "split": self.split,
             "winner": self.winner.to_dict(),
@@ -87,15 +84,16 @@ class PairItem:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> PairItem:
         return cls(
-            env_id=d["env_id"],
-            task_id=d["task_id"],
+            **{k: d[k] for k in _TEXT_FIELDS},
             winner=Trajectory.from_dict(d["winner"]),
             loser=Trajectory.from_dict(d["loser"]),
-            source=d["source"],
-            store=d["store"],
             gap=float(d["gap"]),
             split=d.get("split", "train"),
         )
+
+
+_TEXT_FIELDS = ("env_id", "task_id", "source", "store")
+"""The text fields of a :class:`PairItem`, which its JSON holds as they are."""
 
 
 @dataclass
