@@ -146,7 +146,8 @@ class Store(StoreQueries):
         ]
 
     def list_groups(self, limit: int = 50, offset: int = 0, **filters: Any) -> list[dict[str, Any]]:
-        """One page of group summaries, newest first, with judged/labels/hack counts.
+        """One page of groups, newest first: ``id``, ``run_id``, ``step``, ``env_id``, ``task_id``,
+        ``n_trajectories``, ``created_at``, ``judged`` (bool), ``n_labels``, ``n_hack``.
 
         Filters: run_id, step, env_id, spec_hash, labeled, hack_flagged, search, judged.
         ``search`` considers the newest :data:`SEARCH_HITS_LIMIT` matching trajectories.
@@ -185,7 +186,8 @@ class Store(StoreQueries):
         ]
 
     def search(self, query: str, limit: int = 50) -> list[dict[str, Any]]:
-        """Full-text search over trajectory content, newest first, with a highlighted snippet.
+        """Full-text search over trajectory content, newest first: ``trajectory_id``,
+        ``group_id``, ``snippet`` (matches in ``[...]``).
 
         Every word must match (words are quoted, so FTS operators in user input are inert).
         """
@@ -261,7 +263,7 @@ class Store(StoreQueries):
         return [judgement_from_row(r, scores.get(r["id"], [])) for r in rows]
 
     def cache_get(self, spec_hash: str, group_hash: str) -> dict[str, Any] | None:
-        """The cached judge reply for (spec, group content), or None."""
+        """The dict :meth:`cache_put` stored for (spec, group content), or None (also if damaged)."""
         rows = self.query(
             "SELECT value FROM judge_cache WHERE spec_hash = ? AND group_hash = ?",
             (spec_hash, group_hash),
