@@ -140,10 +140,13 @@ class CheckScores:
     mean_score_by_noise: dict[str, float]
     """Noise level (``"0"``, ``"0.3333"``, ...) -> mean averaged judge score."""
     mean_verifiable_by_noise: dict[str, float]
+    """Noise level -> mean verifiable reward (the known order's first key)."""
     can_judge: bool
     """The tau CI lies above 0."""
     judged: int
+    """Calibration groups judged (at least one presentation scored)."""
     unjudged: int
+    """Calibration groups the judge failed on (left out of every number)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON-able dict (``--json``), fields in order, nested records as dicts."""
