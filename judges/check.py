@@ -144,7 +144,7 @@ class CheckScores:
     can_judge: bool
     """The tau CI lies above 0."""
     judged: int
-    """Calibration groups judged (at least one presentation scored)."""
+    """Calibration groups with an ok judgement."""
     unjudged: int
     """Calibration groups the judge failed on (left out of every number)."""
 
