@@ -351,6 +351,34 @@ class Builder:
             assert term.lower() in q.question.lower(), (term, q.question)
         self.questions.append(q)
 
+    def ask(
+        self,
+        group: Sequence[Draft],
+        qtype: str,
+        scenario: str,
+        question: str,
+        answer: str,
+        answer_kind: str,
+        key_terms: tuple[str, ...],
+        keywords: tuple[str, ...],
+        aliases: tuple[str, ...] = (),
+    ) -> bool:
+        """Add the question whose source is ``group[0]`` (the fact) and whose distractors are
+        the rest of ``group``; returns True, so a scenario can end with ``return b.ask(...)``."""
+        fact, *distractors = group
+        self.question(QDraft(
+            qtype, scenario, question, answer, answer_kind, fact, key_terms, keywords,
+            distractors, aliases,
+        ))  # fmt: skip
+        return True
+
+    def note(
+        self, sender: Person, when: datetime, subject: str, *paras: str, answer: str = ""
+    ) -> Letter:
+        """A ``Letter`` from ``sender`` to the owner: greeting, ``paras``, sign-off (in that
+        order of random draws, after the arguments)."""
+        return Letter(sender, when, subject, self.letter(sender, self.owner, *paras), answer)
+
     def fact_group(
         self, variants: Sequence[T], write: Callable[[int, T], Letter]
     ) -> tuple[list[Draft], str]:

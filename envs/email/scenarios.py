@@ -19,7 +19,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from rankgym.envs.email import vocab as V
-from rankgym.envs.email.builder import Builder, Draft, Letter, QDraft
+from rankgym.envs.email.builder import Builder, Draft, Letter
 from rankgym.envs.email.scenarios_office import (
     deadline,
     expense,
@@ -65,25 +65,24 @@ def invoice(b: Builder) -> bool:
                 f"{vendor} invoice {inv} ({svc}, {MONTHS[m - 1]} 2024)",
             )
         )
-        body = b.letter(
-            billing, b.owner,
+        return b.note(
+            billing, when, subject,
             f"Please find attached {vendor} invoice {inv} for {svc} provided to {b.org} during {MONTHS[m - 1]} 2024.",
             f"The total amount due is {amount}, payable by {fmt_day(due, rng.randint(0, 2), year=True)} to the account on file. "
             "Please quote the invoice number with your payment.",
             "If you have any questions about this invoice, just reply to this email.",
+            answer=amount,
         )  # fmt: skip
-        return Letter(billing, when, subject, body, amount)
 
     drafts, answer = b.fact_group(variants, write)
     m = MONTHS[month - 1]
     short = vendor.split(" ")[0]
-    b.question(QDraft(
-        "how much", "invoice",
+    return b.ask(
+        drafts, "how much", "invoice",
         rng.choice((f"How much did {vendor} invoice us for {service} for {m} 2024?",
                     f"What was the total on {vendor}'s invoice for {service} in {m} 2024?")),
-        answer, "amount", drafts[0], (vendor, service, m), (short, *service.split(" "), m), drafts[1:],
-    ))  # fmt: skip
-    return True
+        answer, "amount", (vendor, service, m), (short, *service.split(" "), m),
+    )  # fmt: skip
 
 
 def quote(b: Builder) -> bool:
@@ -99,22 +98,21 @@ def quote(b: Builder) -> bool:
         j = variant[1]
         amount = b.amount(350, 9500)
         when = b.any_time(b.day())
-        body = b.letter(
-            contractor, b.owner,
+        return b.note(
+            contractor, when, f"Quote for {j}",
             f"Thanks for having me round to look at the {j}.",
             rng.choice((f"My quote for the {j} comes to {amount}, including materials and VAT.",
                         f"For the {j} I can do it for {amount} all in (labour and materials).")),
             f"I could start {rng.choice(('next Monday', 'in two weeks', 'early next month'))}. The quote is valid for 30 days.",
+            answer=amount,
         )  # fmt: skip
-        return Letter(contractor, when, f"Quote for {j}", body, amount)
 
     drafts, answer = b.fact_group(picked, write)
-    b.question(QDraft(
-        "how much", "quote",
-        f"How much did {contractor.name} quote for the {job}?",
-        answer, "amount", drafts[0], (contractor.name, job), (*job.split(" "), "quote"), drafts[1:],
-    ))  # fmt: skip
-    return True
+    question = f"How much did {contractor.name} quote for the {job}?"
+    terms = (contractor.name, job)
+    return b.ask(
+        drafts, "how much", "quote", question, answer, "amount", terms, (*job.split(" "), "quote")
+    )
 
 
 def meeting_moved(b: Builder) -> bool:
@@ -158,13 +156,12 @@ def meeting_moved(b: Builder) -> bool:
             b.letter(contact, b.owner, f"Confirming the {other} with {org} on {fmt_day(t, style)} at {fmt_time(t, tstyle)}.", "Talk then."),
             "distractor",
         ))  # fmt: skip
-    b.question(QDraft(
-        "when", "meeting_moved",
+    return b.ask(
+        drafts, "when", "meeting_moved",
         rng.choice((f"What date and time was the {meeting} with {org} moved to?",
                     f"When is the {meeting} with {org} now taking place, after it was moved?")),
-        f"{new:%Y-%m-%d %H:%M}", "datetime", fact, (meeting, org), (*meeting.split(" "), org.split(" ")[0]), drafts[1:],
-    ))  # fmt: skip
-    return True
+        f"{new:%Y-%m-%d %H:%M}", "datetime", (meeting, org), (*meeting.split(" "), org.split(" ")[0]),
+    )  # fmt: skip
 
 
 def flight(b: Builder) -> bool:
@@ -205,17 +202,21 @@ def flight(b: Builder) -> bool:
         drafts.append(booking(ref3, b.home_city, other, t, when3, "distractor"))
     route = f"{b.home_city} to {city}"
     keywords = (b.home_city, city, "booking")
+    group = [fact, *drafts]
     if rng.random() < 0.5:
-        b.question(QDraft(
-            "when", "flight", f"When does my outbound flight from {route} depart?",
-            f"{out:%Y-%m-%d %H:%M}", "datetime", fact, (route,), keywords, drafts,
-        ))  # fmt: skip
-    else:
-        b.question(QDraft(
-            "what", "flight_ref", f"What is the booking reference for my flight from {route}?",
-            ref, "code", fact, (route,), keywords, drafts,
-        ))  # fmt: skip
-    return True
+        question = f"When does my outbound flight from {route} depart?"
+        return b.ask(
+            group,
+            "when",
+            "flight",
+            question,
+            f"{out:%Y-%m-%d %H:%M}",
+            "datetime",
+            (route,),
+            keywords,
+        )
+    question = f"What is the booking reference for my flight from {route}?"
+    return b.ask(group, "what", "flight_ref", question, ref, "code", (route,), keywords)
 
 
 def dinner(b: Builder) -> bool:
@@ -232,19 +233,19 @@ def dinner(b: Builder) -> bool:
         restaurant = b.unique(lambda: rng.choice(V.RESTAURANTS))
         when = b.any_time(b.day())
         t = when + timedelta(days=rng.randint(2, 12))
-        body = b.letter(
-            friend, b.owner,
+        return b.note(
+            friend, when, f"Dinner for {occ}",
             f"I've booked a table at {restaurant} for {occ}, {fmt_day(t, rng.randint(0, 3))} at {rng.choice(('7', '7:30', '8'))}pm.",
             rng.choice(("Let me know if you're bringing anyone!", "Can't wait - it's been too long.")),
+            answer=restaurant,
         )  # fmt: skip
-        return Letter(friend, when, f"Dinner for {occ}", body, restaurant)
 
     drafts, answer = b.fact_group(picked, write)
-    b.question(QDraft(
-        "where", "dinner", f"Which restaurant did {friend.name} book for {occasion}?",
-        answer, "text", drafts[0], (friend.name, occasion), (*occasion.replace("'s", "").split(" "), "table"), drafts[1:],
-    ))  # fmt: skip
-    return True
+    question = f"Which restaurant did {friend.name} book for {occasion}?"
+    keywords = (*occasion.replace("'s", "").split(" "), "table")
+    return b.ask(
+        drafts, "where", "dinner", question, answer, "text", (friend.name, occasion), keywords
+    )
 
 
 def parcel(b: Builder) -> bool:
@@ -267,11 +268,10 @@ def parcel(b: Builder) -> bool:
 
     drafts, _ = b.fact_group(picked, write)
     p = points[0]
-    b.question(QDraft(
-        "where", "parcel", f"Where can I collect my parcel from {shop}?",
-        p[4:] if p.startswith("the ") else p, "text", drafts[0], (shop, "collect"), (*shop.replace("&", "").split(), "collection"), drafts[1:],
-    ))  # fmt: skip
-    return True
+    answer = p[4:] if p.startswith("the ") else p
+    question = f"Where can I collect my parcel from {shop}?"
+    keywords = (*shop.replace("&", "").split(), "collection")
+    return b.ask(drafts, "where", "parcel", question, answer, "text", (shop, "collect"), keywords)
 
 
 def hotel(b: Builder) -> bool:
@@ -298,11 +298,17 @@ def hotel(b: Builder) -> bool:
 
     drafts, answer = b.fact_group(picked, write)
     hotel0 = hotels[0]
-    b.question(QDraft(
-        "what", "hotel", f"What is the confirmation number for my stay at the {hotel0} in {city}?",
-        answer, "code", drafts[0], (hotel0, city), (*hotel0.split(" "), city), drafts[1:],
-    ))  # fmt: skip
-    return True
+    question = f"What is the confirmation number for my stay at the {hotel0} in {city}?"
+    return b.ask(
+        drafts,
+        "what",
+        "hotel",
+        question,
+        answer,
+        "code",
+        (hotel0, city),
+        (*hotel0.split(" "), city),
+    )
 
 
 def po(b: Builder) -> bool:
@@ -319,20 +325,20 @@ def po(b: Builder) -> bool:
         v, s = variant
         number = b.code("PO-", "0123456789", 6)
         when = b.work_time(b.day())
-        body = b.letter(
-            b.procurement, b.owner,
+        return b.note(
+            b.procurement, when, f"PO approved: {v} - {s}",
             f"The purchase order for {v} ({s}) has been approved. The PO number is {number}.",
             "Please pass it on to the vendor so it appears on their invoices.",
+            answer=number,
         )  # fmt: skip
-        return Letter(b.procurement, when, f"PO approved: {v} - {s}", body, number)
 
     drafts, answer = b.fact_group(variants, write)
-    b.question(QDraft(
-        "what", "po", f"What is the purchase order number for {vendor} ({service})?",
-        answer, "code", drafts[0], (vendor, service), (vendor.split(" ")[0], *service.split(" "), "PO"), drafts[1:],
-        aliases=(answer.removeprefix("PO-"),),
-    ))  # fmt: skip
-    return True
+    question = f"What is the purchase order number for {vendor} ({service})?"
+    keywords = (vendor.split(" ")[0], *service.split(" "), "PO")
+    aliases = (answer.removeprefix("PO-"),)
+    return b.ask(
+        drafts, "what", "po", question, answer, "code", (vendor, service), keywords, aliases
+    )
 
 
 Scenario = Callable[[Builder], bool]

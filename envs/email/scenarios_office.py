@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from rankgym.envs.email import vocab as V
-from rankgym.envs.email.builder import Builder, Draft, Letter, QDraft
+from rankgym.envs.email.builder import Builder, Draft, Letter
 from rankgym.envs.email.templates import FLOORS, ROOMS, fmt_day, fmt_time
 from rankgym.envs.email.types import MONTHS, N_DAYS, START
 
@@ -48,13 +48,10 @@ def expense(b: Builder) -> bool:
         )  # fmt: skip
         drafts.append(b.reply(sub, b.finance, body, "fact" if k == 0 else "distractor"))
         answer = answer or amount
-    b.question(QDraft(
-        "how much", "expense",
-        rng.choice((f"How much was approved for reimbursement for my {city} trip?",
-                    f"What amount will I be reimbursed for the {city} trip?")),
-        answer, "amount", drafts[0], (f"{city} trip",), (city, "trip", "approved"), drafts[1:],
-    ))  # fmt: skip
-    return True
+    question = rng.choice((f"How much was approved for reimbursement for my {city} trip?",
+                           f"What amount will I be reimbursed for the {city} trip?"))  # fmt: skip
+    terms, keywords = (f"{city} trip",), (city, "trip", "approved")
+    return b.ask(drafts, "how much", "expense", question, answer, "amount", terms, keywords)
 
 
 def deadline(b: Builder) -> bool:
@@ -80,21 +77,19 @@ def deadline(b: Builder) -> bool:
             due = b.slot(when, 5, 30)
         if k == 0:
             first_due = due
-        body = b.letter(
-            b.manager, b.owner,
+        return b.note(
+            b.manager, when, f"Project {p}: {d}",
             rng.choice((f"Please have the {d} for Project {p} ready by {fmt_day(due, style)}.",
                         f"Heads-up: the {d} for Project {p} is due on {fmt_day(due, style)}.")),
             rng.choice(("Leadership wants to review it the week after, so there's not much slack.",
                         "Shout early if that looks tight and we'll find help.")),
+            answer=f"{due:%Y-%m-%d}",
         )  # fmt: skip
-        return Letter(b.manager, when, f"Project {p}: {d}", body, f"{due:%Y-%m-%d}")
 
     drafts, answer = b.fact_group(variants, write)
-    b.question(QDraft(
-        "when", "deadline", f"When is the {deliverable} for Project {project} due?",
-        answer, "date", drafts[0], (deliverable, f"Project {project}"), (project, *deliverable.split(" ")), drafts[1:],
-    ))  # fmt: skip
-    return True
+    question = f"When is the {deliverable} for Project {project} due?"
+    terms, keywords = (deliverable, f"Project {project}"), (project, *deliverable.split(" "))
+    return b.ask(drafts, "when", "deadline", question, answer, "date", terms, keywords)
 
 
 def offsite(b: Builder) -> bool:
@@ -117,22 +112,18 @@ def offsite(b: Builder) -> bool:
         if when < START:
             when = b.work_time(START + timedelta(days=rng.randint(0, 10)))
         d1 = rng.randint(3, 24)
-        body = b.letter(
-            b.office, b.owner,
+        return b.note(
+            b.office, when, f"{t} team offsite in {MONTHS[m - 1]}: venue booked",
             f"Good news: we've booked the {venue} in {city} for the {t} team offsite on {d1}-{d1 + 2} {MONTHS[m - 1]}.",
             "Travel details and the agenda will follow. Please flag any dietary requirements by the end of next week.",
+            answer=venue,
         )  # fmt: skip
-        return Letter(
-            b.office, when, f"{t} team offsite in {MONTHS[m - 1]}: venue booked", body, venue
-        )
 
     drafts, answer = b.fact_group(variants, write)
     mname = MONTHS[month - 1]
-    b.question(QDraft(
-        "where", "offsite", f"Where is the {team} team offsite in {mname} being held (which venue)?",
-        answer, "text", drafts[0], (f"{team} team offsite", mname), (team, "offsite", mname), drafts[1:],
-    ))  # fmt: skip
-    return True
+    question = f"Where is the {team} team offsite in {mname} being held (which venue)?"
+    terms, keywords = (f"{team} team offsite", mname), (team, "offsite", mname)
+    return b.ask(drafts, "where", "offsite", question, answer, "text", terms, keywords)
 
 
 def interview(b: Builder) -> bool:
@@ -144,21 +135,28 @@ def interview(b: Builder) -> bool:
     def write(k: int, cand: str) -> Letter:
         when = b.work_time(b.day(0, N_DAYS - 15))
         t = b.slot(when, 2, 10)
-        body = b.letter(
-            b.recruiter, b.owner,
+        return b.note(
+            b.recruiter, when, f"Interview: {cand} ({role})",
             f"{cand}'s onsite interview for the {role} role is on {fmt_day(t, rng.randint(0, 3))} at {fmt_time(t, rng.randint(0, 2))} "
             f"in the {rooms[k]} room ({rng.choice(FLOORS)} floor).",
             "You're on the panel for the second round. The CV and scorecard are in the hiring folder.",
         )  # fmt: skip
-        return Letter(b.recruiter, when, f"Interview: {cand} ({role})", body)
 
     drafts, _ = b.fact_group(candidates, write)
-    b.question(QDraft(
-        "where", "interview", f"In which room is {candidates[0]}'s interview for the {role} role?",
-        f"{rooms[0]} room", "text", drafts[0], (candidates[0],), (*candidates[0].split(" "), "interview", *role.split(" ")), drafts[1:],
-        aliases=(rooms[0],),
-    ))  # fmt: skip
-    return True
+    cand = candidates[0]
+    question = f"In which room is {cand}'s interview for the {role} role?"
+    keywords = (*cand.split(" "), "interview", *role.split(" "))
+    return b.ask(
+        drafts,
+        "where",
+        "interview",
+        question,
+        f"{rooms[0]} room",
+        "text",
+        (cand,),
+        keywords,
+        (rooms[0],),
+    )
 
 
 def presenter(b: Builder) -> bool:
@@ -184,21 +182,19 @@ def presenter(b: Builder) -> bool:
             f"{i + 2}. {tp.capitalize()} update - {pr.name}"
             for i, (tp, pr) in enumerate(zip(topics, presenters, strict=True))
         )
-        body = b.letter(
-            b.manager, b.owner,
+        first = first or presenters[topics.index(topic)].name
+        return b.note(
+            b.manager, when, f"{MONTHS[m - 1]} all-hands: agenda",
             f"Here is the agenda for the {MONTHS[m - 1]} all-hands:\n\n1. Welcome - {b.manager.name}\n{agenda}\n5. Q&A",
             "Presenters: please send me your slides two days before.",
+            answer=first,
         )  # fmt: skip
-        first = first or presenters[topics.index(topic)].name
-        return Letter(b.manager, when, f"{MONTHS[m - 1]} all-hands: agenda", body, first)
 
     drafts, answer = b.fact_group(picked, write)
     mname = MONTHS[month - 1]
-    b.question(QDraft(
-        "who", "presenter", f"Who is presenting the {topic} update at the {mname} all-hands?",
-        answer, "text", drafts[0], (topic, f"{mname} all-hands"), (mname, "all-hands", "agenda"), drafts[1:],
-    ))  # fmt: skip
-    return True
+    question = f"Who is presenting the {topic} update at the {mname} all-hands?"
+    terms, keywords = (topic, f"{mname} all-hands"), (mname, "all-hands", "agenda")
+    return b.ask(drafts, "who", "presenter", question, answer, "text", terms, keywords)
 
 
 def handover(b: Builder) -> bool:
@@ -217,20 +213,18 @@ def handover(b: Builder) -> bool:
         cover = rng.choice([c for c in b.peers if c != sender and (k == 0 or c.name != first)])
         when = b.work_time(b.day())
         leave = when + timedelta(days=rng.randint(3, 20))
-        body = b.letter(
-            sender, b.owner,
+        first = first or cover.name
+        return b.note(
+            sender, when, f"Out of office: cover for Project {p}",
             f"I'm on leave from {fmt_day(leave, 2)} for two weeks. While I'm away, {cover.name} will cover Project {p}.",
             "Everything is in the project tracker; anything urgent can go to my manager.",
+            answer=cover.name,
         )  # fmt: skip
-        first = first or cover.name
-        return Letter(sender, when, f"Out of office: cover for Project {p}", body, cover.name)
 
     drafts, answer = b.fact_group(picked, write)
-    b.question(QDraft(
-        "who", "handover", f"Who will cover Project {project} while {sender.name} is on leave?",
-        answer, "text", drafts[0], (f"Project {project}", sender.name, "leave"), (project, "leave", "cover"), drafts[1:],
-    ))  # fmt: skip
-    return True
+    question = f"Who will cover Project {project} while {sender.name} is on leave?"
+    terms, keywords = (f"Project {project}", sender.name, "leave"), (project, "leave", "cover")
+    return b.ask(drafts, "who", "handover", question, answer, "text", terms, keywords)
 
 
 def new_hire(b: Builder) -> bool:
@@ -246,19 +240,17 @@ def new_hire(b: Builder) -> bool:
         hire = b.person_name()
         when = b.work_time(b.day())
         start = b.slot(when, 7, 30)
-        body = b.letter(
-            b.recruiter, b.owner,
+        return b.note(
+            b.recruiter, when, f"New starter: {r}, {t} team",
             f"Happy to share that {hire} has accepted our offer and joins the {t} team as {r} on {fmt_day(start, rng.randint(0, 3))}.",
             "Please make them feel welcome - a buddy and onboarding plan will follow.",
+            answer=hire,
         )  # fmt: skip
-        return Letter(b.recruiter, when, f"New starter: {r}, {t} team", body, hire)
 
     drafts, answer = b.fact_group(variants, write)
-    b.question(QDraft(
-        "who", "new_hire", f"Who is joining the {team} team as {role}?",
-        answer, "text", drafts[0], (f"{team} team", role), (team, *role.split(" "), "starter"), drafts[1:],
-    ))  # fmt: skip
-    return True
+    question = f"Who is joining the {team} team as {role}?"
+    terms, keywords = (f"{team} team", role), (team, *role.split(" "), "starter")
+    return b.ask(drafts, "who", "new_hire", question, answer, "text", terms, keywords)
 
 
 def wifi(b: Builder) -> bool:
@@ -275,16 +267,14 @@ def wifi(b: Builder) -> bool:
             lambda: f"{rng.choice(w).capitalize()}-{rng.randint(1000, 9999)}-{rng.choice(w)}"
         )
         when = b.work_time(b.day())
-        body = b.letter(
-            b.office, b.owner,
+        return b.note(
+            b.office, when, f"Guest Wi-Fi at the {c} office",
             f"For anyone visiting the {c} office: the guest Wi-Fi network is {b.org_slug.upper()}-Guest and the password is {pw}.",
             "Please don't share it outside the company; it rotates every quarter.",
+            answer=pw,
         )  # fmt: skip
-        return Letter(b.office, when, f"Guest Wi-Fi at the {c} office", body, pw)
 
     drafts, answer = b.fact_group(picked, write)
-    b.question(QDraft(
-        "what", "wifi", f"What is the guest Wi-Fi password for the {city} office?",
-        answer, "code", drafts[0], (f"{city} office", "Wi-Fi"), (city, "wi-fi", "password"), drafts[1:],
-    ))  # fmt: skip
-    return True
+    question = f"What is the guest Wi-Fi password for the {city} office?"
+    terms, keywords = (f"{city} office", "Wi-Fi"), (city, "wi-fi", "password")
+    return b.ask(drafts, "what", "wifi", question, answer, "code", terms, keywords)
