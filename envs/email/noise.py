@@ -103,27 +103,15 @@ def notification(b: Builder) -> None:
         body = (f"{who.name} requested your review on this pull request.\n\n{rng.randint(1, 9)} commits, "
                 f"{rng.randint(1, 30)} files changed.\n\nView it on CodeHarbor: https://codeharbor.dev/{b.org_slug}/{repo}/pull/{n}\n\n"
                 "You are receiving this because your review was requested.")  # fmt: skip
-        b.add(
-            b.codehost,
-            [o],
-            b.work_time(day),
-            f"[{b.org_slug}/{repo}] {title} (#{n})",
-            body,
-            "notification",
-        )
+        sender, when = b.codehost, b.work_time(day)
+        subject = f"[{b.org_slug}/{repo}] {title} (#{n})"
     elif kind == "ci":
         repo = rng.choice(V.REPOS)
         sha = "".join(rng.choice("0123456789abcdef") for _ in range(7))
         status = rng.choice(("failed", "succeeded", "failed"))
         body = f"Run {status}: nightly build on main ({sha}).\n\nJob: test ({rng.choice(('unit', 'integration', 'lint'))})\nDuration: {rng.randint(2, 40)}m {rng.randint(0, 59)}s"
-        b.add(
-            b.codehost,
-            [o],
-            b.any_time(day),
-            f"[{b.org_slug}/{repo}] Run {status}: nightly build - main ({sha})",
-            body,
-            "notification",
-        )
+        sender, when = b.codehost, b.any_time(day)
+        subject = f"[{b.org_slug}/{repo}] Run {status}: nightly build - main ({sha})"
     elif kind == "calendar":
         meeting = rng.choice(V.INTERNAL_MEETINGS)
         organizer = rng.choice(b.colleagues)
@@ -131,40 +119,22 @@ def notification(b: Builder) -> None:
         end = t + timedelta(minutes=rng.choice((30, 45, 60)))
         body = (f"{organizer.name} has invited you to: {meeting.capitalize()}\n\nWhen: {fmt_day(t, 2, year=True)} "
                 f"{fmt_time(t, 0)}-{fmt_time(end, 0)}\nWhere: {rng.choice(ROOMS)} room\n\nGoing? Yes - Maybe - No")  # fmt: skip
-        b.add(
-            b.calendar,
-            [o],
-            b.work_time(day),
-            f"Invitation: {meeting.capitalize()} @ {fmt_day(t, 2)} {fmt_time(t, 0)}",
-            body,
-            "notification",
-        )
+        sender, when = b.calendar, b.work_time(day)
+        subject = f"Invitation: {meeting.capitalize()} @ {fmt_day(t, 2)} {fmt_time(t, 0)}"
     elif kind == "bank":
         amount = b.amount(3, 240)
         merchant = rng.choice(V.MERCHANTS)
         body = (f"A card payment of {amount} was made at {merchant} using your card ending {rng.randint(1000, 9999)}.\n\n"
                 "If you don't recognise this payment, call us on the number on the back of your card.")  # fmt: skip
-        b.add(
-            b.bank,
-            [o],
-            b.any_time(day),
-            f"Card payment of {amount} at {merchant}",
-            body,
-            "notification",
-        )
+        sender, when = b.bank, b.any_time(day)
+        subject = f"Card payment of {amount} at {merchant}"
     elif kind == "signin":
         browser = rng.choice(("Chrome", "Firefox", "Safari", "Edge"))
         osname = rng.choice(("Windows", "macOS", "Linux", "Android", "iOS"))
         body = (f"We noticed a new sign-in to your {b.org} account from {browser} on {osname} near {rng.choice(V.CITIES + V.HOME_CITIES)}.\n\n"
                 "If this was you, no action is needed. Otherwise, reset your password right away.")  # fmt: skip
-        b.add(
-            b.security,
-            [o],
-            b.any_time(day),
-            "New sign-in to your account",
-            body,
-            "notification",
-        )
+        sender, when = b.security, b.any_time(day)
+        subject = "New sign-in to your account"
     elif kind == "hr":
         if rng.random() < 0.5:
             wk = (day - START).days // 7 + 2
@@ -178,21 +148,16 @@ def notification(b: Builder) -> None:
                 f"Your payslip for {mo} is available",
                 f"Hi {o.first}, your payslip for {mo} is now available in PeopleDesk.\n\nPeopleDesk",
             )
-        b.add(b.hr, [o], b.work_time(day), subject, body, "notification")
+        sender, when = b.hr, b.work_time(day)
     else:
         shop = rng.choice(V.SHOPS)
         n = rng.randint(10000, 99999)
         domain = shop.lower().replace(" & ", "and").replace(" ", "") + ".com"
         sender = Person(shop, f"orders@{domain}", shop)
         body = f"Hi {o.first},\n\nGood news - your order #{n} has shipped and should arrive by {rng.choice(WEEKDAYS)}.\n\nThanks for shopping with {shop}."
-        b.add(
-            sender,
-            [o],
-            b.any_time(day),
-            f"Your {shop} order #{n} has shipped",
-            body,
-            "notification",
-        )
+        when = b.any_time(day)
+        subject = f"Your {shop} order #{n} has shipped"
+    b.add(sender, [o], when, subject, body, "notification")
 
 
 def newsletters(b: Builder) -> None:

@@ -116,30 +116,15 @@ DELIVERABLES: tuple[str, ...] = (
 )  # fmt: skip
 
 EXTERNAL_MEETINGS: tuple[str, ...] = (
-    "quarterly business review",
-    "contract renewal call",
-    "pricing workshop",
-    "security audit kickoff",
-    "integration review",
-    "partnership planning session",
-    "escalation call",
-    "product demo",
-    "onboarding workshop",
-    "roadmap briefing",
-)
+    "quarterly business review", "contract renewal call", "pricing workshop",
+    "security audit kickoff", "integration review", "partnership planning session",
+    "escalation call", "product demo", "onboarding workshop", "roadmap briefing",
+)  # fmt: skip
 
 INTERNAL_MEETINGS: tuple[str, ...] = (
-    "weekly team sync",
-    "sprint planning",
-    "1:1",
-    "design critique",
-    "ops standup",
-    "retro",
-    "leadership sync",
-    "hiring committee",
-    "brown-bag lunch",
-    "town hall prep",
-)
+    "weekly team sync", "sprint planning", "1:1", "design critique", "ops standup", "retro",
+    "leadership sync", "hiring committee", "brown-bag lunch", "town hall prep",
+)  # fmt: skip
 
 TEAMS: tuple[str, ...] = (
     "Platform", "Data", "Design", "Finance", "Marketing", "Sales", "Operations", "Research",
@@ -152,17 +137,10 @@ TOPICS: tuple[str, ...] = (
 )  # fmt: skip
 
 ROLES: tuple[str, ...] = (
-    "Senior Data Engineer",
-    "Product Designer",
-    "Account Executive",
-    "Financial Analyst",
-    "Site Reliability Engineer",
-    "Marketing Manager",
-    "QA Lead",
-    "Technical Writer",
-    "Customer Success Manager",
-    "Backend Engineer",
-)
+    "Senior Data Engineer", "Product Designer", "Account Executive", "Financial Analyst",
+    "Site Reliability Engineer", "Marketing Manager", "QA Lead", "Technical Writer",
+    "Customer Success Manager", "Backend Engineer",
+)  # fmt: skip
 
 CITIES: tuple[str, ...] = (
     "Lisbon", "Rotterdam", "Copenhagen", "Montreal", "Austin", "Denver", "Edinburgh", "Vienna",
@@ -172,17 +150,9 @@ CITIES: tuple[str, ...] = (
 )  # fmt: skip
 
 HOME_CITIES: tuple[str, ...] = (
-    "London",
-    "Berlin",
-    "Amsterdam",
-    "New York",
-    "San Francisco",
-    "Stockholm",
-    "Paris",
-    "Oslo",
-    "Madrid",
-    "Milan",
-)
+    "London", "Berlin", "Amsterdam", "New York", "San Francisco", "Stockholm", "Paris", "Oslo",
+    "Madrid", "Milan",
+)  # fmt: skip
 
 # Venue name pieces (venue = prefix + kind).
 VENUE_PREFIXES: tuple[str, ...] = (
@@ -191,15 +161,8 @@ VENUE_PREFIXES: tuple[str, ...] = (
     "Cedar Hill", "Lighthouse", "Orchard", "Silverbirch", "Riverside", "Tannery",
 )  # fmt: skip
 VENUE_KINDS: tuple[str, ...] = (
-    "Hotel",
-    "Conference Centre",
-    "Lodge",
-    "Loft",
-    "Estate",
-    "Boathouse",
-    "Works",
-    "Pavilion",
-)
+    "Hotel", "Conference Centre", "Lodge", "Loft", "Estate", "Boathouse", "Works", "Pavilion",
+)  # fmt: skip
 
 RESTAURANTS: tuple[str, ...] = (
     "Osteria Lume", "The Copper Pot", "Sakura Tei", "Casa Brava", "Little Saigon Kitchen",
@@ -210,30 +173,15 @@ RESTAURANTS: tuple[str, ...] = (
 )  # fmt: skip
 
 OCCASIONS: tuple[str, ...] = (
-    "Maya's birthday",
-    "our anniversary",
-    "the book club",
-    "Dad's retirement",
-    "the team farewell",
-    "New Year's Eve",
-    "the reunion dinner",
-    "Sunday brunch",
-    "the housewarming",
-    "Leo's graduation",
-)
+    "Maya's birthday", "our anniversary", "the book club", "Dad's retirement", "the team farewell",
+    "New Year's Eve", "the reunion dinner", "Sunday brunch", "the housewarming", "Leo's graduation",
+)  # fmt: skip
 
 HOME_JOBS: tuple[str, ...] = (
-    "kitchen repainting",
-    "bathroom retiling",
-    "garden fence repair",
-    "roof gutter cleaning",
-    "boiler service",
-    "window replacement",
-    "deck staining",
-    "attic insulation",
-    "driveway resurfacing",
-    "hallway flooring",
-)
+    "kitchen repainting", "bathroom retiling", "garden fence repair", "roof gutter cleaning",
+    "boiler service", "window replacement", "deck staining", "attic insulation",
+    "driveway resurfacing", "hallway flooring",
+)  # fmt: skip
 
 SHOPS: tuple[str, ...] = (
     "Fernwood Outdoors", "Pagecraft Books", "Kettle & Crumb", "Volt Electronics",
@@ -242,30 +190,16 @@ SHOPS: tuple[str, ...] = (
 )  # fmt: skip
 
 PICKUP_POINTS: tuple[str, ...] = (
-    "the parcel locker at Central Station",
-    "the Post Office on Mill Street",
-    "the corner shop at 14 Harbour Road",
-    "the pickup desk in Westfield Mall",
-    "the locker bank at Elm Park",
-    "the depot on Canal Street",
-    "the newsagent at 2 Station Square",
-    "the pharmacy on King Street",
-    "the library pickup point",
-    "the locker at Riverside Gym",
-)
+    "the parcel locker at Central Station", "the Post Office on Mill Street",
+    "the corner shop at 14 Harbour Road", "the pickup desk in Westfield Mall",
+    "the locker bank at Elm Park", "the depot on Canal Street", "the newsagent at 2 Station Square",
+    "the pharmacy on King Street", "the library pickup point", "the locker at Riverside Gym",
+)  # fmt: skip
 
 MERCHANTS: tuple[str, ...] = (
-    "Greenleaf Grocers",
-    "CityRide Taxi",
-    "Brewline Coffee",
-    "Harbor Pharmacy",
-    "Metro Fuel",
-    "Corner Books",
-    "Lantern Cinema",
-    "FreshMarket",
-    "Northside Bakery",
-    "Parkway Parking",
-)
+    "Greenleaf Grocers", "CityRide Taxi", "Brewline Coffee", "Harbor Pharmacy", "Metro Fuel",
+    "Corner Books", "Lantern Cinema", "FreshMarket", "Northside Bakery", "Parkway Parking",
+)  # fmt: skip
 
 AIRLINES: tuple[tuple[str, str, str], ...] = (
     ("Skylark Air", "skylarkair.com", "SK"),
@@ -299,16 +233,12 @@ NEWSLETTERS: tuple[tuple[str, str, str], ...] = (
 
 HEADLINE_TEMPLATES: tuple[str, ...] = (
     "{company} raises new funding to expand its {sector} business",
-    "Five lessons from a decade of {practice}",
-    "Why {sector} teams are rethinking {practice}",
-    "The quiet comeback of {practice}",
-    "{city} becomes the latest hub for {sector} startups",
-    "A field guide to {practice} for small teams",
-    "What we learned shipping {practice} at scale",
+    "Five lessons from a decade of {practice}", "Why {sector} teams are rethinking {practice}",
+    "The quiet comeback of {practice}", "{city} becomes the latest hub for {sector} startups",
+    "A field guide to {practice} for small teams", "What we learned shipping {practice} at scale",
     "Regulators in {city} take a closer look at {sector}",
-    "Interview: running {practice} at {company}",
-    "Three charts that explain {sector} this quarter",
-)
+    "Interview: running {practice} at {company}", "Three charts that explain {sector} this quarter",
+)  # fmt: skip
 
 PRACTICES: tuple[str, ...] = (
     "remote onboarding", "incident reviews", "pricing experiments", "vendor management",
@@ -317,17 +247,9 @@ PRACTICES: tuple[str, ...] = (
 )  # fmt: skip
 
 REPOS: tuple[str, ...] = (
-    "billing-service",
-    "web-app",
-    "data-pipeline",
-    "infra",
-    "mobile-client",
-    "auth",
-    "reporting",
-    "search-api",
-    "design-tokens",
-    "etl-jobs",
-)
+    "billing-service", "web-app", "data-pipeline", "infra", "mobile-client", "auth", "reporting",
+    "search-api", "design-tokens", "etl-jobs",
+)  # fmt: skip
 
 PR_TITLES: tuple[str, ...] = (
     "Fix flaky integration test", "Bump dependencies", "Add retry to webhook sender",
@@ -343,21 +265,12 @@ DOCS: tuple[str, ...] = (
 )  # fmt: skip
 
 PERSONAL_DOMAINS: tuple[str, ...] = (
-    "gmail.com",
-    "outlook.com",
-    "yahoo.com",
-    "proton.me",
-    "icloud.com",
-    "fastmail.com",
-)
+    "gmail.com", "outlook.com", "yahoo.com", "proton.me", "icloud.com", "fastmail.com",
+)  # fmt: skip
 
 SMALL_BUSINESS_SUFFIXES: tuple[str, ...] = (
-    "Home Repairs",
-    "Renovations",
-    "Handyman Services",
-    "Building & Decor",
-    "Property Care",
-)
+    "Home Repairs", "Renovations", "Handyman Services", "Building & Decor", "Property Care",
+)  # fmt: skip
 
 PROMO_SENDERS: tuple[tuple[str, str], ...] = (
     ("Fernwood Outdoors", "offers@fernwoodoutdoors.com"),

@@ -129,22 +129,17 @@ def _calc_hard(r: random.Random) -> tuple[str, list, str]:
     return f"What is {e}?", [("calculate", {"expression": e})], "number"
 
 
-_EASY_UNITS = [
-    ("meters", "centimeters", "m", "cm"),
-    ("kilograms", "grams", "kg", "g"),
-    ("hours", "minutes", "h", "min"),
-    ("kilometers", "meters", "km", "m"),
-    ("liters", "milliliters", "l", "ml"),
-    ("weeks", "days", "wk", "d"),
-]
-_MEDIUM_UNITS = [
-    ("miles", "kilometers", "mi", "km"),
-    ("pounds", "kilograms", "lb", "kg"),
-    ("inches", "centimeters", "in", "cm"),
-    ("feet", "meters", "ft", "m"),
-    ("gallons", "liters", "gal", "l"),
-    ("ounces", "grams", "oz", "g"),
-]
+# (bigger unit, smaller unit, and their symbols for convert_units)
+_EASY_UNITS = (
+    ("meters", "centimeters", "m", "cm"), ("kilograms", "grams", "kg", "g"),
+    ("hours", "minutes", "h", "min"), ("kilometers", "meters", "km", "m"),
+    ("liters", "milliliters", "l", "ml"), ("weeks", "days", "wk", "d"),
+)  # fmt: skip
+_MEDIUM_UNITS = (
+    ("miles", "kilometers", "mi", "km"), ("pounds", "kilograms", "lb", "kg"),
+    ("inches", "centimeters", "in", "cm"), ("feet", "meters", "ft", "m"),
+    ("gallons", "liters", "gal", "l"), ("ounces", "grams", "oz", "g"),
+)  # fmt: skip
 
 
 def _units_easy(r: random.Random) -> tuple[str, list, str]:
