@@ -18,7 +18,7 @@ from rankgym.envs.policies import (
     make_policy,
     render_text_protocol,
 )
-from rankgym.envs.toolcalls import protocol_prompt
+from rankgym.envs.toolcalls import assistant_call, protocol_prompt
 from rankgym.errors import UserError
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -36,39 +36,6 @@ ADD_TOOL = {
         },
     },
 }
-
-
-@pytest.fixture(scope="module")
-def tokenizer():
-    from transformers import AutoTokenizer
-
-    from rankgym.model import embedded_model_dir
-
-    tok = AutoTokenizer.from_pretrained(embedded_model_dir())
-    tok.padding_side = "left"
-    return tok
-
-
-@pytest.fixture(scope="module")
-def tiny(tokenizer):
-    """A 2-layer, 32-wide Llama with the SmolLM2 vocabulary and random weights (fp32)."""
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=2048,
-        tie_word_embeddings=True,
-        pad_token_id=tokenizer.pad_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        bos_token_id=tokenizer.bos_token_id,
-    )
-    return LlamaForCausalLM(config).eval()
 
 
 def convo(i: int, extra: int = 0) -> list[dict]:
@@ -209,17 +176,7 @@ def test_text_protocol_rendering():
     msgs = [
         {"role": "system", "content": "Be brief."},
         {"role": "user", "content": "1+2?"},
-        {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [
-                {
-                    "id": "c0",
-                    "type": "function",
-                    "function": {"name": "add", "arguments": '{"a": 1, "b": 2}'},
-                }
-            ],
-        },
+        assistant_call("add", {"a": 1, "b": 2}, "c0"),
         {"role": "tool", "tool_call_id": "c0", "name": "add", "content": "3"},
         {"role": "user", "content": "Answer now."},
     ]
@@ -267,17 +224,7 @@ def test_native_template_gets_tools_and_loses_the_text_instructions(tiny, tokeni
     msgs = [
         {"role": "system", "content": "Hi.\n\n" + protocol_prompt([ADD_TOOL])},
         {"role": "user", "content": "1+2?"},
-        {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [
-                {
-                    "id": "c0",
-                    "type": "function",
-                    "function": {"name": "add", "arguments": '{"a": 1}'},
-                }
-            ],
-        },
+        assistant_call("add", {"a": 1}, "c0"),
         {"role": "tool", "tool_call_id": "c0", "name": "add", "content": "3"},
     ]
     text = tok.decode(p.encode(msgs, [ADD_TOOL])[0])

@@ -87,6 +87,22 @@ def _dist(root: Path, name: str, entry_points: str) -> None:
     (info / "entry_points.txt").write_text(f"[rankgym.envs]\n{entry_points}\n")
 
 
+def _tooluse_plugin(root: Path, name: str, env_id: str) -> None:
+    """An installed plugin ``{name}-plugin`` that registers ``env_id`` as the ToolUse env."""
+    (root / f"{name}_plugin.py").write_text(
+        "import gymnasium\n"
+        "def register_envs():\n"
+        f"    gymnasium.register(id={env_id!r}, entry_point='rankgym.envs.tooluse:ToolUseEnv')\n"
+    )
+    _dist(root, f"{name}-plugin", f"{name} = {name}_plugin:register_envs")
+
+
+def _python_ok(path: Path, *lines: str) -> None:
+    """Run ``lines`` in a fresh interpreter with ``path`` on PYTHONPATH; it must print ok."""
+    out = _run(["-c", "\n".join([*lines, "print('ok')"])], path)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
 def test_broken_plugins_are_reported_and_the_rest_load(tmp_path):
     (tmp_path / "good_plugin.py").write_text(
         textwrap.dedent(
@@ -121,15 +137,13 @@ def test_broken_plugins_are_reported_and_the_rest_load(tmp_path):
     assert rows["rankgym/ToolUse-v0"]["source"] == "builtin"
     assert "raising" in out.stderr and "boom in plugin" in out.stderr  # logged warning
 
-    code = (
-        "import sys, gymnasium, rankgym.envs; "
-        "e = gymnasium.make('goodplug/Easy-v0').unwrapped; "
-        "assert {t.difficulty for t in e.tasks('train')} == {'easy'}; "
-        "assert not {'torch', 'transformers', 'litellm'} & set(sys.modules), sys.modules.keys(); "
-        "print('ok')"
+    _python_ok(
+        tmp_path,
+        "import sys, gymnasium, rankgym.envs",
+        "e = gymnasium.make('goodplug/Easy-v0').unwrapped",
+        "assert {t.difficulty for t in e.tasks('train')} == {'easy'}",
+        "assert not {'torch', 'transformers', 'litellm'} & set(sys.modules), sys.modules.keys()",
     )
-    out = _run(["-c", code], tmp_path)
-    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
 
 
 # ---- plugins may only add ids (issue 16) ----------------------------------------------------
@@ -152,13 +166,8 @@ def register_envs():
 
 
 def test_a_plugin_cannot_replace_a_builtin_or_another_plugins_id(tmp_path):
-    (tmp_path / "aa_plugin.py").write_text(
-        "import gymnasium\n"
-        "def register_envs():\n"
-        "    gymnasium.register(id='aaplug/Mine-v0', entry_point='rankgym.envs.tooluse:ToolUseEnv')\n"
-    )
+    _tooluse_plugin(tmp_path, "aa", "aaplug/Mine-v0")
     (tmp_path / "zz_plugin.py").write_text(HIJACK)
-    _dist(tmp_path, "aa-plugin", "aa = aa_plugin:register_envs")
     _dist(tmp_path, "zz-plugin", "zz = zz_plugin:register_envs")
     out = _run(["-m", "rankgym.cli", "envs", "--json"], tmp_path)
     assert out.returncode == 0, out.stderr
@@ -173,17 +182,15 @@ def test_a_plugin_cannot_replace_a_builtin_or_another_plugins_id(tmp_path):
     assert "namespace/Name-vN" in by[("NoNamespace-v0", "plugin:zz-plugin")]["error"]
     assert by[("zzplug/Fine-v0", "plugin:zz-plugin")]["error"] is None
     # and the built-in is what gymnasium.make builds
-    code = (
-        "import gymnasium, rankgym.envs\n"
-        "e = gymnasium.make('rankgym/ToolUse-v0').unwrapped\n"
-        "assert type(e).__name__ == 'ToolUseEnv', type(e)\n"
-        "assert 'rankgym/Extra-v0' not in gymnasium.registry\n"
-        "assert 'NoNamespace-v0' not in gymnasium.registry\n"
-        "assert type(gymnasium.make('aaplug/Mine-v0').unwrapped).__name__ == 'ToolUseEnv'\n"
-        "print('ok')"
+    _python_ok(
+        tmp_path,
+        "import gymnasium, rankgym.envs",
+        "e = gymnasium.make('rankgym/ToolUse-v0').unwrapped",
+        "assert type(e).__name__ == 'ToolUseEnv', type(e)",
+        "assert 'rankgym/Extra-v0' not in gymnasium.registry",
+        "assert 'NoNamespace-v0' not in gymnasium.registry",
+        "assert type(gymnasium.make('aaplug/Mine-v0').unwrapped).__name__ == 'ToolUseEnv'",
     )
-    out = _run(["-c", code], tmp_path)
-    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
 
 
 CHECKED = """
@@ -249,18 +256,11 @@ def test_a_tool_without_type_hints_is_refused_when_the_env_is_made():
 
 
 def test_a_forced_reload_keeps_a_plugins_own_ids(tmp_path):
-    (tmp_path / "again_plugin.py").write_text(
-        "import gymnasium\n"
-        "def register_envs():\n"
-        "    gymnasium.register(id='again/Env-v0', entry_point='rankgym.envs.tooluse:ToolUseEnv')\n"
+    _tooluse_plugin(tmp_path, "again", "again/Env-v0")
+    _python_ok(
+        tmp_path,
+        "from rankgym.envs.registry import load_plugins",
+        "first = load_plugins()",
+        "second = load_plugins(force=True)",
+        "assert [(i.id, i.error) for i in second] == [('again/Env-v0', None)], second",
     )
-    _dist(tmp_path, "again-plugin", "again = again_plugin:register_envs")
-    code = (
-        "from rankgym.envs.registry import load_plugins\n"
-        "first = load_plugins()\n"
-        "second = load_plugins(force=True)\n"
-        "assert [(i.id, i.error) for i in second] == [('again/Env-v0', None)], second\n"
-        "print('ok')"
-    )
-    out = _run(["-c", code], tmp_path)
-    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr

@@ -6,7 +6,6 @@ import json
 import re
 
 import pytest
-import torch
 
 from rankgym.cli import main
 from rankgym.envs import Env, Task
@@ -98,24 +97,8 @@ class PickyPolicy(OraclePolicy):
 
 
 @pytest.fixture(scope="module")
-def tiny_policy():
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
-
-    from rankgym.model import embedded_model_dir
-
-    tok = AutoTokenizer.from_pretrained(embedded_model_dir())
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=len(tok),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        tie_word_embeddings=True,
-    )
-    model = LlamaForCausalLM(config).eval()
-    return TransformersPolicy(model, tok, name="tiny@step0", max_new_tokens=6, autocast=False)
+def tiny_policy(tiny, tokenizer):
+    return TransformersPolicy(tiny, tokenizer, name="tiny@step0", max_new_tokens=6, autocast=False)
 
 
 def test_oracle_rollout_groups_shape_and_turns():
