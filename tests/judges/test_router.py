@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import email.utils
 import json
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import httpx
 import pytest
+from http_fakes import JSONHandler, serve
 from hypothesis import given
 from hypothesis import strategies as st
 from judge_fakes import make_group
@@ -37,10 +36,7 @@ class FakeProvider:
         self.hits: list[tuple[float, int]] = []
         provider = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *a: Any) -> None:
-                pass
-
+        class Handler(JSONHandler):
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["content-length"])))
                 now = time.monotonic()
@@ -63,18 +59,12 @@ class FakeProvider:
                 })  # fmt: skip
 
             def _send(self, code: int, payload: dict[str, Any]) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(code)
-                if code == 429 and provider.retry_after is not None:
-                    self.send_header("Retry-After", provider.retry_after)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                retry = code == 429 and provider.retry_after is not None
+                headers = {"Retry-After": provider.retry_after} if retry else None
+                self.send_json(code, json.dumps(payload).encode(), headers)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.server, url = serve(Handler)
+        self.url = url + "/v1"
 
     def statuses(self) -> list[int]:
         return [code for _, code in self.hits]

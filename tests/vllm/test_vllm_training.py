@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import json
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
+from http_fakes import JSONHandler, serve
 
 from rankgym.store import Store
 from rankgym.trainer.adapter_sync import AdapterSyncError
@@ -90,13 +88,10 @@ class StaleProxy:
         self.upstream, self.first = upstream, None
         proxy = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *a: Any) -> None:
-                pass
-
+        class Handler(JSONHandler):
             def do_GET(self) -> None:
                 r = httpx.get(proxy.upstream + self.path)
-                self._send(r.status_code, r.content)
+                self.send_json(r.status_code, r.content)
 
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["content-length"])))
@@ -105,7 +100,7 @@ class StaleProxy:
                     proxy.first = name
                 stale = "@step" in name and name != proxy.first
                 if stale and self.path.endswith(("load_lora_adapter", "unload_lora_adapter")):
-                    self._send(200, b"Success")  # acknowledged, never loaded
+                    self.send_json(200, b"Success")  # acknowledged, never loaded
                     return
                 if stale:
                     body["model"] = proxy.first
@@ -113,18 +108,9 @@ class StaleProxy:
                 data = r.content
                 if stale and r.status_code == 200:  # and it claims to be the new one
                     data = json.dumps({**r.json(), "model": name}).encode()
-                self._send(r.status_code, data)
+                self.send_json(r.status_code, data)
 
-            def _send(self, code: int, data: bytes) -> None:
-                self.send_response(code)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.server, self.url = serve(Handler)
 
 
 @pytest.fixture
