@@ -54,25 +54,37 @@ class JudgeTrainConfig:
     """Knobs of :func:`train_judge` (defaults sized for SmolLM2-135M on a 2-core CPU)."""
 
     samples: int = 4
+    """Verdicts sampled per presentation in rejection sampling (K)."""
     reason_tokens: int = 16
+    """Length of the ``Why: ...`` rationale sampled after a correct verdict (0: none)."""
     temperature: float = 1.0
+    """Sampling temperature of verdicts and rationales."""
     epochs: int = 2
     lr: float = 3e-4
+    """AdamW learning rate (no weight decay)."""
     batch_size: int = 8
+    """Presentations per optimizer step (batched by similar length)."""
     lora_r: int = 16
     lora_alpha: int = 32
+    """LoRA rank and alpha (the update is scaled by alpha / r)."""
     lora_layers: int | None = 10
     """LoRA on the last this-many decoder layers only (None = all): the backward pass then
     stops there, which roughly halves a CPU step on a 30-layer model."""
     gamma: float = 2.0
+    """Margin of the margin loss ``max(0, gamma - logp(correct) + logp(wrong))``."""
     lambda_sft: float = 0.5
     lambda_margin: float = 1.0
+    """Weights of the SFT loss (kept answers) and of the margin loss in the total."""
     max_line_chars: int = 200
+    """Lines of the pair prompt are cut to this many characters."""
     max_context_tokens: int = 1024
+    """Presentations with a longer prompt are left out of training."""
     checkpoint_every: int = 10
+    """Steps between checkpoints (a crash loses at most this many)."""
     max_train_seconds: float | None = None
     """Stop training (and keep what was learned) after this long; None = all epochs."""
     bf16: bool = True
+    """bf16 autocast on CPU."""
     seed: int = 0
 
 
