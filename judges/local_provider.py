@@ -134,26 +134,13 @@ class LocalJudgeLLM(CustomLLM):
 
     # ---- LiteLLM entry points -------------------------------------------------------
     def completion(  # type: ignore[override]
-        self,
-        model: str,
-        messages: list,
-        api_base: str | None = None,
-        custom_prompt_dict: dict | None = None,
-        model_response: ModelResponse | None = None,
-        print_verbose: Any = None,
-        encoding: Any = None,
-        api_key: Any = None,
-        logging_obj: Any = None,
-        optional_params: dict | None = None,
-        acompletion: Any = None,
-        litellm_params: Any = None,
-        logger_fn: Any = None,
-        headers: dict | None = None,
-        timeout: Any = None,
-        client: Any = None,
+        self, model: str, messages: list, *args: Any, **kwargs: Any
     ) -> ModelResponse:
-        params = optional_params or {}
+        """LiteLLM's call (every argument by keyword); uses ``optional_params["max_tokens"]``
+        and fills ``model_response``; the other arguments (api_base, timeout, ...) are unused."""
+        params = kwargs.get("optional_params") or {}
         text, n_in, n_out = self.respond(model, messages, int(params.get("max_tokens") or 256))
+        model_response = kwargs.get("model_response")
         resp = model_response if model_response is not None else ModelResponse()
         resp.choices[0].message.content = text  # type: ignore[union-attr]
         resp.choices[0].finish_reason = "stop"
