@@ -15,7 +15,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import gymnasium
+from gymnasium.utils.env_checker import check_env
+
 from rankgym.cli import Command
+from rankgym.envs.base import Env
+from rankgym.envs.registry import env_id_problem, list_envs, load_plugins
+from rankgym.envs.tools import Tool, as_tool
 from rankgym.errors import UserError
 from rankgym.terminal import printable
 
@@ -39,9 +45,6 @@ class EnvCheckFailed(UserError):
 
 def _check(env_id: str) -> tuple[str | None, list[str]]:
     """Make the env and run Gymnasium's ``check_env``: (error or None, warnings)."""
-    import gymnasium
-    from gymnasium.utils.env_checker import check_env
-
     try:
         env = gymnasium.make(env_id)
         check_env(env.unwrapped)
@@ -57,16 +60,14 @@ def _check(env_id: str) -> tuple[str | None, list[str]]:
     return None, warnings
 
 
-def _all_tools(env: Any, max_tasks: int = 2000) -> list[Any]:
+def _all_tools(env: Env, max_tasks: int = 2000) -> list[Tool]:
     """Every distinct tool the env offers over the tasks of its splits (first ``max_tasks``)."""
-    from rankgym.envs.tools import as_tool
-
     offered: dict[int, Any] = {}  # by the identity of the underlying function
     for split in env.splits:
         for task in [None, *env.tasks(split)[:max_tasks]]:
             for fn in env.tools if task is None else env.tools_for(task):
                 offered.setdefault(id(getattr(fn, "__func__", fn)), fn)
-    tools: dict[str, Any] = {}
+    tools: dict[str, Tool] = {}
     for fn in offered.values():
         t = as_tool(fn)
         tools.setdefault(t.name, t)
@@ -74,8 +75,6 @@ def _all_tools(env: Any, max_tasks: int = 2000) -> list[Any]:
 
 
 def _envs_run(args: argparse.Namespace) -> dict[str, Any]:
-    from rankgym.envs.registry import list_envs
-
     rows = []
     for info in list_envs():
         error, warnings = info.error, []
@@ -144,8 +143,6 @@ def scaffold_env_package(
     camel = "".join(part[:1].upper() + part[1:] for part in re.split(r"[-_]", name) if part)
     cls = camel if camel.endswith("Env") else f"{camel}Env"
     env_id = env_id or f"{module}/{camel}-v0"
-    from rankgym.envs.registry import env_id_problem, load_plugins
-
     load_plugins()  # so that an id an installed plugin uses counts as taken
     problem = env_id_problem(env_id, plugin=True)
     if problem is not None:

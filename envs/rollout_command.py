@@ -18,7 +18,13 @@ from typing import Any
 
 from rankgym.cli import Command
 from rankgym.envs.base import Env
+from rankgym.envs.policies import make_policy
+from rankgym.envs.registry import UnknownEnvError, make
+from rankgym.envs.rollout import EnvFactory, rollout_to_store
+from rankgym.envs.rollout_report import error_lines
 from rankgym.errors import UserError
+from rankgym.model import set_torch_threads
+from rankgym.store import Store
 
 __all__ = ["MAX_GROUP_SIZE", "MAX_NEW_TOKENS", "ROLLOUT", "bounded", "parse_env_kwargs"]
 
@@ -139,11 +145,6 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> dict[str, Any]:
-    from rankgym.envs.policies import make_policy
-    from rankgym.envs.registry import UnknownEnvError, make
-    from rankgym.envs.rollout import EnvFactory, rollout_to_store
-    from rankgym.store import Store
-
     if args.temperature < 0:
         raise UserError(f"--temperature must be >= 0, got {args.temperature}")
     if not 0 < args.top_p <= 1:
@@ -167,8 +168,6 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
             f"{args.split!r} split; pass --tasks {n_available} or fewer"
         )
     if args.policy == "embedded" or args.policy.startswith("hf:"):
-        from rankgym.model import set_torch_threads
-
         set_torch_threads()
     policy = make_policy(
         args.policy,
@@ -223,8 +222,6 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _print_summary(s: dict[str, Any]) -> None:
-    from rankgym.envs.rollout_report import error_lines
-
     mvr = s["mean_verifiable_reward"]
     rate = s["success_rate"]
     lines = [

@@ -38,6 +38,8 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from rankgym.envs.email import reward
 from rankgym.envs.email.inbox import GENERATOR_KEY, cache_root, write_inbox_db
 from rankgym.envs.email.reward import AnswerPart, contains_value, normalize_text
@@ -108,19 +110,12 @@ def agentdojo_version() -> str | None:
         return None
 
 
-def _yaml() -> Any:
-    import yaml  # PyYAML ships with transformers' dependencies
-
-    return yaml
-
-
 def load_emails(root: Path | None = None) -> tuple[Person, list[Email]]:
     """The workspace inbox's owner and emails (sorted by date; ids ``agentdojo-<id>``)."""
     root = root or agentdojo_root()
     if root is None:
         raise FileNotFoundError("agentdojo is not installed (pip install --no-deps agentdojo)")
     suite = root / "data" / "suites" / "workspace"
-    yaml = _yaml()
     data = yaml.safe_load((suite / "include" / "inbox.yaml").read_text(encoding="utf-8"))
     vectors = yaml.safe_load((suite / "injection_vectors.yaml").read_text(encoding="utf-8"))
     defaults = {k: str(v.get("default", "")) for k, v in vectors.items()}

@@ -283,7 +283,7 @@ class LLMAnswerChecker:
         if key in self._cache:
             return self._cache[key]
         os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-        import litellm
+        import litellm  # ~10 s to import, and only the optional LLM answer checker needs it
 
         prompt = self.PROMPT.format(question=question, reference=reference, candidate=candidate)
         try:

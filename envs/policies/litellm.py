@@ -15,6 +15,7 @@ from rankgym.envs.policies.base import (
     map_concurrently,
     render_text_protocol,
 )
+from rankgym.judges import router
 
 
 class LiteLLMPolicy(BatchPolicy):
@@ -40,7 +41,7 @@ class LiteLLMPolicy(BatchPolicy):
         tool_mode: str = "auto",
         completion_kwargs: dict[str, Any] | None = None,
     ) -> None:
-        import litellm
+        import litellm  # ~10 s to import: only when a LiteLLM policy is made
 
         self.model = model
         self.name = name or f"litellm:{model}"
@@ -66,8 +67,6 @@ class LiteLLMPolicy(BatchPolicy):
 
     def one(self, row: Row) -> Generation:
         """One ``completion`` call; any exception becomes this turn's error."""
-        from rankgym.judges import router
-
         messages, tools = row.messages, row.tools
 
         kwargs: dict[str, Any] = {

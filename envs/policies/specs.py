@@ -10,10 +10,12 @@ from pathlib import Path
 from rankgym.envs.base import Env
 from rankgym.envs.policies.base import Policy
 from rankgym.envs.policies.litellm import LiteLLMPolicy
+from rankgym.envs.policies.mixed import MixedPolicy
 from rankgym.envs.policies.scripted import OraclePolicy, RandomPolicy, noisy_oracle
 from rankgym.envs.policies.transformers import TransformersPolicy
+from rankgym.envs.policies.vllm import make_vllm_policy
 from rankgym.errors import UserError
-from rankgym.model import auto_dtype
+from rankgym.model import auto_dtype, load_causal_lm, shared_embedded
 
 
 def make_policy(
@@ -31,8 +33,6 @@ def make_policy(
     ``rankgym.cli.UserError`` for an unknown spec or a missing model directory.
     """
     if "," in spec:  # a mixed group: round-robin over the listed policies
-        from rankgym.envs.policies.mixed import MixedPolicy
-
         opts = {"max_new_tokens": max_new_tokens, "temperature": temperature, "top_p": top_p}
         parts = [s.strip() for s in spec.split(",")]
         return MixedPolicy([make_policy(s, env, seed=seed, **opts) for s in parts])
@@ -48,8 +48,6 @@ def make_policy(
         "seed": seed,
     }
     if spec in ("embedded", "transformers"):
-        from rankgym.model import shared_embedded
-
         dtype = auto_dtype("cpu")
         model, tok = shared_embedded(dtype)
         return TransformersPolicy(model, tok, name="embedded", **sampling)
@@ -67,12 +65,10 @@ def make_policy(
                 f"--policy {spec}: {adapter!r} holds no adapter_config.json; "
                 "@ADAPTER_DIR must be a peft adapter directory (e.g. a trainer checkpoint)"
             )
-        from rankgym.model import load_causal_lm
-
         dtype = auto_dtype("cpu")
         model, tok = load_causal_lm(path, dtype=dtype)
         if adapter is not None:
-            from peft import PeftModel
+            from peft import PeftModel  # ~10 s to import: only for an adapter
 
             model = PeftModel.from_pretrained(model, adapter)
             model.eval()
@@ -86,8 +82,6 @@ def make_policy(
             seed=seed,
         )
     if spec.startswith("vllm:"):  # a vLLM server (running, or started and owned by the policy)
-        from rankgym.envs.policies.vllm import make_vllm_policy
-
         return make_vllm_policy(spec, **sampling)
     if spec == "random":
         return RandomPolicy(seed=seed)

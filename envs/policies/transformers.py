@@ -1,7 +1,9 @@
 """Local transformers models as policies: batched KV-cached sampling with token ids and logprobs.
 
 Part of ``rankgym.envs.policies`` (see the package docstring for the sampling, logprob and
-tool-call conventions).
+tool-call conventions). torch and transformers are imported inside the methods that use them,
+so that importing the policies (which the rollout driver does) costs nothing for the scripted,
+LiteLLM and vLLM policies; everything else is imported at the top.
 """
 
 from __future__ import annotations

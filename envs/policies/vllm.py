@@ -44,6 +44,8 @@ from rankgym.envs.policies.base import (
 )
 from rankgym.envs.policies.local import LocalTokensPolicy, Sampling, stop_token_ids
 from rankgym.envs.vllm_server import ManagedServer, VLLMClient, VLLMError
+from rankgym.errors import UserError
+from rankgym.model import embedded_model_dir
 
 __all__ = ["VLLMPolicy", "make_vllm_policy"]
 
@@ -152,7 +154,7 @@ class VLLMPolicy(LocalTokensPolicy):
 
 def _eos_ids(tokenizer: Any) -> set[int]:
     """The embedded policy's stop tokens, with the generation config next to the tokenizer."""
-    from transformers import GenerationConfig
+    from transformers import GenerationConfig  # heavy: only once a vllm: policy is made
 
     gen = None
     path = getattr(tokenizer, "name_or_path", "")
@@ -164,8 +166,6 @@ def _eos_ids(tokenizer: Any) -> set[int]:
 def _tokenizer_for(client: VLLMClient, name: str | None) -> tuple[Any, str]:
     """The served model to use and a tokenizer loaded from its ``root`` path."""
     from transformers import AutoTokenizer
-
-    from rankgym.errors import UserError
 
     models = client.models()
     if not models:
@@ -189,15 +189,11 @@ def _tokenizer_for(client: VLLMClient, name: str | None) -> tuple[Any, str]:
 
 def make_vllm_policy(spec: str, **sampling: Any) -> VLLMPolicy:
     """A :class:`VLLMPolicy` from a ``vllm:`` spec (see the module docstring)."""
-    from rankgym.errors import UserError
-
     rest = spec[len("vllm:") :]
     server: ManagedServer | None = None
     if rest == "serve" or rest.startswith("serve:"):
         model_dir = rest[len("serve:") :] if rest.startswith("serve:") else ""
         if not model_dir:
-            from rankgym.model import embedded_model_dir
-
             model_dir = str(embedded_model_dir())
         if not Path(model_dir).is_dir():
             raise UserError(f"--policy {spec}: {model_dir!r} is not a model directory")
