@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from rankgym.cli import Command, UserError
+from rankgym.config import validate_config
+from rankgym.envs.policies import TransformersPolicy
 from rankgym.envs.rollout_command import (
     MAX_EPISODES,
     MAX_GROUP_SIZE,
@@ -20,7 +22,15 @@ from rankgym.envs.rollout_command import (
     bounded,
     parse_env_kwargs,
 )
-from rankgym.model import set_torch_threads
+from rankgym.model import (
+    check_device,
+    embedded_model_dir,
+    load_causal_lm,
+    set_torch_threads,
+    use_bf16,
+)
+from rankgym.trainer.config import TrainConfig, load_train_config
+from rankgym.trainer.evaluate import AdapterOffPolicy, evaluate_policies
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +53,6 @@ def _train_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _train_run(args: argparse.Namespace) -> dict[str, Any]:
-    from rankgym.trainer.config import load_train_config
     from rankgym.trainer.loop import Trainer
 
     cfg = load_train_config(args.config)
@@ -92,9 +101,6 @@ def _sft_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _sft_run(args: argparse.Namespace) -> dict[str, Any]:
-    from rankgym.config import validate_config
-    from rankgym.model import use_bf16
-    from rankgym.trainer.config import TrainConfig, load_train_config
     from rankgym.trainer.setup import build_lora_model
     from rankgym.trainer.sft import sft_stage
 
@@ -163,8 +169,6 @@ def _adapter_meta(adapter: Path) -> dict[str, Any]:
 def _load_adapter_model(adapter: Path, base: str | None, device: str = "cpu") -> tuple[Any, Any]:
     from peft import PeftModel
 
-    from rankgym.model import check_device, embedded_model_dir, load_causal_lm
-
     try:
         check_device(device)
     except ValueError as e:
@@ -183,8 +187,6 @@ def _load_adapter_model(adapter: Path, base: str | None, device: str = "cpu") ->
             base = str(embedded_model_dir())
     if not Path(base).is_dir():
         raise UserError(f"--base {base!r} is not a model directory")
-    from rankgym.model import use_bf16
-
     dtype = "bfloat16" if use_bf16("auto", device) else "float32"
     model, tok = load_causal_lm(base, dtype, device=device)
     model = PeftModel.from_pretrained(model, str(adapter))
@@ -208,9 +210,6 @@ def run_eval(
     device: str = "cpu",
 ) -> dict[str, Any]:
     """Base (adapter disabled) vs adapter success on held-out tasks; see ``evaluate.py``."""
-    from rankgym.envs.policies import TransformersPolicy
-    from rankgym.model import use_bf16
-    from rankgym.trainer.evaluate import AdapterOffPolicy, evaluate_policies
     from rankgym.trainer.setup import make_env_factory
 
     model, tok = _load_adapter_model(adapter, base, device)
