@@ -11,10 +11,14 @@ What it does not do: load a tokenizer or a model (``rankgym.model`` does), or sa
 from __future__ import annotations
 
 import random
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 from rankgym.envs.policies.base import BatchPolicy, Messages, Tools
 from rankgym.envs.policies.render import pick_tool_mode, prompt_ids
+
+if TYPE_CHECKING:
+    from transformers import GenerationConfig, PreTrainedTokenizerBase
+
 
 __all__ = ["LocalTokensPolicy", "Sampling", "stop_token_ids"]
 
@@ -38,7 +42,9 @@ class Sampling(TypedDict, total=False):
     """``auto``, ``native`` or ``text`` (see ``render.pick_tool_mode``) [auto]."""
 
 
-def stop_token_ids(tokenizer: Any, generation_config: Any = None) -> set[int]:
+def stop_token_ids(
+    tokenizer: PreTrainedTokenizerBase, generation_config: GenerationConfig | None = None
+) -> set[int]:
     """The end-of-turn tokens: the tokenizer's and the generation config's EOS, ``<|im_end|>``."""
     ids: set[int] = set()
     for source in (
@@ -66,7 +72,7 @@ class LocalTokensPolicy(BatchPolicy):
 
     def __init__(
         self,
-        tokenizer: Any,
+        tokenizer: PreTrainedTokenizerBase,
         name: str,
         max_new_tokens: int = 96,
         temperature: float = 1.0,

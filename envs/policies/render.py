@@ -19,15 +19,19 @@ is appended (a template that rewrites history) yields no turn for that message.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rankgym.envs.policies.base import Messages, Tools, render_native, render_text_protocol
 from rankgym.types import Turn
 
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+
 __all__ = ["assistant_turns", "chat_ids", "pick_tool_mode", "prompt_ids"]
 
 
-def pick_tool_mode(tokenizer: Any, tool_mode: str = "auto") -> str:
+def pick_tool_mode(tokenizer: PreTrainedTokenizerBase, tool_mode: str = "auto") -> str:
     """``native`` when the chat template takes ``tools`` (and ``auto`` was asked), else ``text``."""
     if tool_mode not in ("auto", "native", "text"):
         raise ValueError(f"tool_mode must be auto, native or text, got {tool_mode!r}")
@@ -46,7 +50,11 @@ def _for_template(
 
 
 def chat_ids(
-    tokenizer: Any, messages: Messages, tools: Tools | None, *, generation_prompt: bool
+    tokenizer: PreTrainedTokenizerBase,
+    messages: Messages,
+    tools: Tools | None,
+    *,
+    generation_prompt: bool,
 ) -> list[int]:
     """Token ids of already-rendered ``messages`` through the tokenizer's chat template."""
     text = tokenizer.apply_chat_template(
@@ -56,7 +64,7 @@ def chat_ids(
 
 
 def prompt_ids(
-    tokenizer: Any,
+    tokenizer: PreTrainedTokenizerBase,
     messages: Messages,
     tools: Tools,
     tool_mode: str,
@@ -88,7 +96,7 @@ def prompt_ids(
 
 
 def assistant_turns(
-    tokenizer: Any,
+    tokenizer: PreTrainedTokenizerBase,
     messages: Messages,
     tools: Tools,
     *,

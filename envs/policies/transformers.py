@@ -9,13 +9,18 @@ LiteLLM and vLLM policies; everything else is imported at the top.
 from __future__ import annotations
 
 import inspect
-from typing import Any, Unpack
+from typing import TYPE_CHECKING, Any, Unpack
 
 from rankgym.envs.policies.base import Generation, Messages, Row, Tools, assistant_message, row_seed
 from rankgym.envs.policies.local import LocalTokensPolicy, Sampling, stop_token_ids
 from rankgym.envs.policies.render import assistant_turns
 from rankgym.model import cpu_bf16_native
 from rankgym.types import Turn
+
+if TYPE_CHECKING:
+    from peft import PeftModel
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
 
 AUTOCAST_MIN_ROWS = 8
 
@@ -36,8 +41,8 @@ class TransformersPolicy(LocalTokensPolicy):
 
     def __init__(
         self,
-        model: Any,
-        tokenizer: Any,
+        model: PreTrainedModel | PeftModel,
+        tokenizer: PreTrainedTokenizerBase,
         name: str = "transformers",
         max_batch_size: int = 64,
         autocast: bool | None = None,

@@ -31,7 +31,7 @@ distribution.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Unpack
+from typing import TYPE_CHECKING, Any, Unpack
 
 from rankgym.envs.policies.base import (
     Generation,
@@ -46,6 +46,10 @@ from rankgym.envs.policies.local import LocalTokensPolicy, Sampling, stop_token_
 from rankgym.envs.vllm_server import ManagedServer, VLLMClient, VLLMError
 from rankgym.errors import UserError
 from rankgym.model import embedded_model_dir
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
 
 __all__ = ["VLLMPolicy", "make_vllm_policy"]
 
@@ -62,7 +66,7 @@ class VLLMPolicy(LocalTokensPolicy):
     def __init__(
         self,
         client: VLLMClient,
-        tokenizer: Any,
+        tokenizer: PreTrainedTokenizerBase,
         model: str,
         name: str | None = None,
         concurrency: int = 64,
@@ -152,7 +156,7 @@ class VLLMPolicy(LocalTokensPolicy):
             self.server = None
 
 
-def _eos_ids(tokenizer: Any) -> set[int]:
+def _eos_ids(tokenizer: PreTrainedTokenizerBase) -> set[int]:
     """The embedded policy's stop tokens, with the generation config next to the tokenizer."""
     from transformers import GenerationConfig  # heavy: only once a vllm: policy is made
 
@@ -163,7 +167,7 @@ def _eos_ids(tokenizer: Any) -> set[int]:
     return stop_token_ids(tokenizer, gen)
 
 
-def _tokenizer_for(client: VLLMClient, name: str | None) -> tuple[Any, str]:
+def _tokenizer_for(client: VLLMClient, name: str | None) -> tuple[PreTrainedTokenizerBase, str]:
     """The served model to use and a tokenizer loaded from its ``root`` path."""
     from transformers import AutoTokenizer
 
