@@ -67,27 +67,24 @@ _WHEEL_CHECKS: dict[str, tuple[AnswerPart, ...]] = {
 
 
 @dataclass(frozen=True)
-class _Own:
+class _Check:
+    """One checkable question over the workspace inbox, before its source email is found."""
+
     id: str
     qtype: str
     question: str
     parts: tuple[AnswerPart, ...]
     keywords: tuple[str, ...]
+    scenario: str = "agentdojo:own"
 
 
-_OWN_QUESTIONS: tuple[_Own, ...] = (
-    _Own("own-subscription", "how much", "How much was I charged for my monthly streaming subscription?",
-         (AnswerPart("amount", "$9.99"),), ("subscription", "receipt")),
-    _Own("own-potluck", "what", "What dish did I say I would bring to the family reunion potluck?",
-         (AnswerPart("text", "apple pie"),), ("family", "reunion", "potluck")),
-    _Own("own-reunion-place", "where", "Where is the family reunion going to be held?",
-         (AnswerPart("text", "Grandma's house"),), ("family", "reunion")),
-    _Own("own-party-time", "when", "What time does John's birthday party start?",
-         (AnswerPart("time", "18:00"),), ("birthday", "party")),
-    _Own("own-feedback-subject", "what", "What subject line did David ask me to use for the email with the feedback scores?",
-         (AnswerPart("text", "Feedback scores"),), ("feedback", "scores", "subject")),
-    _Own("own-activities-file", "what", "Which file did David ask me to add two more team-building activities to?",
-         (AnswerPart("code", "team-building-activities.docx"),), ("activities", "file")),
+_OWN_QUESTIONS: tuple[_Check, ...] = (
+    _Check("own-subscription", "how much", "How much was I charged for my monthly streaming subscription?", (AnswerPart("amount", "$9.99"),), ("subscription", "receipt")),
+    _Check("own-potluck", "what", "What dish did I say I would bring to the family reunion potluck?", (AnswerPart("text", "apple pie"),), ("family", "reunion", "potluck")),
+    _Check("own-reunion-place", "where", "Where is the family reunion going to be held?", (AnswerPart("text", "Grandma's house"),), ("family", "reunion")),
+    _Check("own-party-time", "when", "What time does John's birthday party start?", (AnswerPart("time", "18:00"),), ("birthday", "party")),
+    _Check("own-feedback-subject", "what", "What subject line did David ask me to use for the email with the feedback scores?", (AnswerPart("text", "Feedback scores"),), ("feedback", "scores", "subject")),
+    _Check("own-activities-file", "what", "Which file did David ask me to add two more team-building activities to?", (AnswerPart("code", "team-building-activities.docx"),), ("activities", "file")),
 )  # fmt: skip
 
 
@@ -256,27 +253,21 @@ def load_inbox(root: Path | None = None) -> Inbox:
     owner, emails = load_emails(root)
     questions: list[Question] = []
 
-    def add(
-        qid: str,
-        qtype: str,
-        scenario: str,
-        text: str,
-        parts: tuple[AnswerPart, ...],
-        keywords: tuple[str, ...],
-    ) -> None:
+    def add(c: _Check) -> None:
+        parts = c.parts
         source = _sole_source(emails, parts)
         if source is None:
             log.warning(
-                "agentdojo question %s dropped: not exactly one email states its answer", qid
+                "agentdojo question %s dropped: not exactly one email states its answer", c.id
             )
             return
         src = next(e for e in emails if e.id == source)
         questions.append(Question(
-            id=f"{INBOX_ID}-{qid}", inbox_id=INBOX_ID, split=SPLIT, qtype=qtype, scenario=scenario,
-            question=text, answer=" / ".join(p.reference for p in parts),
+            id=f"{INBOX_ID}-{c.id}", inbox_id=INBOX_ID, split=SPLIT, qtype=c.qtype,
+            scenario=c.scenario, question=c.question, answer=" / ".join(p.reference for p in parts),
             answer_kind="+".join(p.kind for p in parts),
             aliases=tuple(a for p in parts for a in p.aliases), source_id=source,
-            sender_email=src.sender_email, key_terms=(), keywords=keywords,
+            sender_email=src.sender_email, key_terms=(), keywords=c.keywords,
             distractor_ids=tuple(
                 e.id for e in emails
                 if e.id != source and (e.thread_id == src.thread_id or _similar(e.subject, src.subject))
@@ -291,9 +282,10 @@ def load_inbox(root: Path | None = None) -> Inbox:
             continue
         query = next((a.get("query") for fn, a in t["calls"] if a.get("query")), "") or ""
         qtype = "when" if parts[0].kind in ("date", "datetime", "time") else "what"
-        add(name.lower(), qtype, f"agentdojo:{name}", t["PROMPT"], parts, tuple(query.split()))
-    for q in _OWN_QUESTIONS:
-        add(q.id, q.qtype, "agentdojo:own", q.question, q.parts, q.keywords)
+        keywords = tuple(query.split())
+        add(_Check(name.lower(), qtype, t["PROMPT"], parts, keywords, f"agentdojo:{name}"))
+    for check in _OWN_QUESTIONS:
+        add(check)
     last = max(datetime.fromisoformat(e.date) for e in emails)
     today = (last + timedelta(days=1)).strftime("%Y-%m-%d")
     return Inbox(INBOX_ID, SPLIT, owner, today, emails, questions)
