@@ -13,10 +13,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rankgym.cli import Command
+from rankgym.envs.registry import UnknownEnvError, make
 from rankgym.errors import UserError
-from rankgym.model import cache_dir
+from rankgym.model import cache_dir, set_torch_threads
+from rankgym.store import Store
 
+from .check import CheckConfig, run_check
 from .commands import DEFAULT_JUDGE, _spec_from_args
+from .spec import check_credentials
 
 if TYPE_CHECKING:
     from .check import CheckReport, Estimate
@@ -53,12 +57,6 @@ def _bounded(name: str, value: int, low: int, high: int) -> None:
 
 
 def _run(args: argparse.Namespace) -> dict[str, Any]:
-    from rankgym.envs.registry import UnknownEnvError, make
-    from rankgym.store import Store
-
-    from .check import CheckConfig, run_check
-    from .spec import check_credentials
-
     _bounded("--groups", args.groups, 2, MAX_GROUPS)
     _bounded("--group-size", args.group_size, 2, MAX_GROUP_SIZE)
     _bounded("--permutations", args.permutations, 2, 24)
@@ -80,8 +78,6 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
     except ValueError as e:
         raise UserError(str(e)) from None
     if spec.model.startswith("local/"):
-        from rankgym.model import set_torch_threads
-
         set_torch_threads()
     path = Path(args.store) if args.store else default_store()
     cfg = CheckConfig(

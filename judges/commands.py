@@ -18,6 +18,27 @@ from typing import TYPE_CHECKING, Any
 
 from rankgym.cli import Command
 from rankgym.errors import UserError
+from rankgym.model import set_torch_threads
+from rankgym.store import Store, StoreError
+from rankgym.terminal import printable
+
+from .agreement import agreement_report, disagreements, format_report
+from .group_judge import (
+    GroupJudge,
+    RetryPolicy,
+    presentation_cache_key,
+    presentation_orders,
+    summarize,
+)
+from .prompt import build_prompt, count_tokens, exact_token_counts, twins
+from .router import install_file
+from .spec import (
+    check_credentials,
+    context_budget,
+    ensure_provider,
+    quiet_litellm,
+    spec_from_options,
+)
 
 if TYPE_CHECKING:
     from rankgym.store import Store
@@ -53,8 +74,6 @@ def _judge_args(p: argparse.ArgumentParser) -> None:
 
 
 def _spec_from_args(args: argparse.Namespace) -> JudgeSpec:
-    from .spec import spec_from_options
-
     return spec_from_options(
         args.judge,
         rubric_file=args.rubric,
@@ -66,8 +85,6 @@ def _spec_from_args(args: argparse.Namespace) -> JudgeSpec:
 
 
 def _open_store(path: str, readonly: bool = False) -> Any:
-    from rankgym.store import Store, StoreError
-
     if not Path(path).is_file():
         raise UserError(
             f"store {path!r} does not exist; create one with `rankgym rollout --store {path} ...`"
@@ -91,8 +108,6 @@ def _judge(args: argparse.Namespace) -> dict[str, Any]:
         raise UserError(f"--timeout must be a positive number of seconds (got {args.timeout})")
     spec = _spec_from_args(args)
     if args.router:  # judge.model may then name a router group (docs/scale.md)
-        from .router import install_file
-
         install_file(args.router)
     store = _open_store(args.store)
     try:
@@ -102,8 +117,6 @@ def _judge(args: argparse.Namespace) -> dict[str, Any]:
         if args.dry_run:
             return _dry_run(args, spec, store, ids)
         if ids:
-            from .spec import check_credentials
-
             try:
                 check_credentials(spec)
             except ValueError as e:
@@ -121,12 +134,6 @@ def _dry_run(
     Never loads or converts the local model (token counts for ``local/`` are estimates until
     its first real load); every string printed has its control characters escaped.
     """
-    from rankgym.terminal import printable
-
-    from .group_judge import presentation_cache_key, presentation_orders
-    from .prompt import build_prompt, count_tokens, exact_token_counts, twins
-    from .spec import context_budget, ensure_provider, quiet_litellm
-
     quiet_litellm()
     ensure_provider(spec.model)  # registers local/ prices (0); loads no model
     budget = context_budget(spec)
@@ -222,14 +229,9 @@ def _judge_all(
 ) -> dict[str, Any]:
     from tqdm import tqdm
 
-    from .group_judge import GroupJudge, RetryPolicy, summarize
-    from .spec import quiet_litellm
-
     quiet_litellm()
     store.put_judge_spec(spec)
     if spec.model.startswith("local/") and ids:
-        from rankgym.model import set_torch_threads
-
         set_torch_threads()
     retry = RetryPolicy(max_attempts=args.attempts, timeout_s=args.timeout)
     bar = tqdm(
@@ -287,8 +289,6 @@ def _agreement_args(p: argparse.ArgumentParser) -> None:
 
 
 def _agreement(args: argparse.Namespace) -> dict[str, Any]:
-    from .agreement import agreement_report, disagreements, format_report
-
     store = _open_store(args.store, readonly=True)
     try:
         try:

@@ -19,11 +19,18 @@ import hashlib
 import json
 import os
 import random
+import shutil
 import time
 from pathlib import Path
 from typing import Any
 
 from rankgym.cli import Command, UserError
+from rankgym.store import Store
+
+from .judge_compare import compare, format_comparison, judge_pairs, litellm_respond, pair_group
+from .judge_data import baselines, build_dataset, presentations, read_jsonl, write_jsonl
+from .pair_judge import PAIR_FORMAT, choice_ids, decision_context, pair_messages
+from .prompt import build_prompt, default_rubric
 
 BASE_DEFAULT = "local/smollm2"
 
@@ -100,10 +107,6 @@ def _progress(args: argparse.Namespace) -> bool:
 
 
 def _dataset(args: argparse.Namespace, out: Path) -> tuple[list[Any], list[Any], dict[str, Any]]:
-    from rankgym.store import Store
-
-    from .judge_data import baselines, build_dataset, write_jsonl
-
     stores = {s: Store(s, readonly=True) for s in args.store}
     try:
         ds = build_dataset(stores, args.heldout_fraction, args.min_gap, args.max_per_task,
@@ -131,11 +134,6 @@ def _dataset(args: argparse.Namespace, out: Path) -> tuple[list[Any], list[Any],
 
 def _examples(tok: Any, pairs: list[Any], cfg: Any) -> tuple[list[Any], int]:
     from rankgym.trainer.judge_train import Example
-
-    from .judge_compare import pair_group
-    from .judge_data import presentations
-    from .pair_judge import choice_ids, decision_context, pair_messages
-    from .prompt import build_prompt, default_rubric
 
     a, b = choice_ids(tok)
     rubric = default_rubric()
@@ -208,8 +206,6 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
         train_judge,
     )
 
-    from .pair_judge import PAIR_FORMAT
-
     t0 = time.perf_counter()
     threads = set_torch_threads()
     out = Path(args.out)
@@ -238,8 +234,6 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
         json.dumps([config_dict(cfg), [(e.key, e.answer) for e in examples]]).encode()
     ).hexdigest()[:16]
     if args.fresh and (out / "work" / "checkpoint").exists():
-        import shutil
-
         shutil.rmtree(out / "work" / "checkpoint")
     model = add_lora(model, cfg)
     log = train_judge(model, tok, examples, cfg, out / "work", fingerprint, progress)
@@ -287,9 +281,7 @@ def _compare(args: argparse.Namespace, heldout: list[Any], trained: str | None, 
     """Judge ``heldout`` with ``--compare-with`` and ``trained``; each judge's rows are cached
     in ``work/judged/`` by model string and adapter hash, so adding a judge later re-judges
     nothing else."""
-    from .judge_compare import compare, format_comparison, judge_pairs, litellm_respond
     from .local_provider import adapter_fingerprint
-    from .prompt import default_rubric
 
     judges = [m.strip() for m in args.compare_with.split(",") if m.strip()]
     judges += [trained] if trained else []
@@ -317,9 +309,6 @@ def _compare(args: argparse.Namespace, heldout: list[Any], trained: str | None, 
 
 def _compare_only(args: argparse.Namespace) -> dict[str, Any]:
     """``--compare-only``: the held-out pairs and adapter already in ``--out``, judged again."""
-    from .judge_compare import format_comparison
-    from .judge_data import read_jsonl
-
     out = Path(args.out)
     held = out / "data" / "heldout.jsonl"
     if not held.is_file():
@@ -343,8 +332,6 @@ def _print(summary: dict[str, Any]) -> None:
           f"time: data {s['data']:.0f}s, sampling {s['sampling']:.0f}s, training {s['training']:.0f}s"
           + (f", compare {s['compare']:.0f}s" if "compare" in s else ""))  # fmt: skip
     if "comparison" in summary:
-        from .judge_compare import format_comparison
-
         print(format_comparison(summary["comparison"]))
 
 
