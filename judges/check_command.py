@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rankgym.cli import Command
-from rankgym.envs.registry import UnknownEnvError, make
+from rankgym.envs.registry import make
 from rankgym.errors import UserError
 from rankgym.model import cache_dir, set_torch_threads
 from rankgym.store import Store
@@ -63,10 +63,7 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
     _bounded("--concurrency", args.concurrency, 1, 64)
     _bounded("--resamples", args.resamples, 0, 100_000)
     spec = _spec_from_args(args)
-    try:
-        env = make(args.env)
-    except UnknownEnvError as e:
-        raise UserError(str(e)) from None
+    env = make(args.env)  # an UnknownEnvError is the CLI's one-line error
     tasks = env.unwrapped.tasks(args.split) if args.split in ("train", "test") else None
     if tasks is not None and not any(env.unwrapped.oracle(t) for t in tasks[:20]):
         raise UserError(

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from rankgym.cli import Command
 from rankgym.errors import UserError
 from rankgym.model import set_torch_threads
-from rankgym.store import Store, StoreError
+from rankgym.store import Store
 from rankgym.terminal import printable
 
 from .agreement import agreement_report, disagreements, format_report
@@ -84,15 +84,13 @@ def _spec_from_args(args: argparse.Namespace) -> JudgeSpec:
     )
 
 
-def _open_store(path: str, readonly: bool = False) -> Any:
+def _open_store(path: str, readonly: bool = False) -> Store:
+    """The store at ``path``; a missing file is a UserError, an unusable one a StoreError."""
     if not Path(path).is_file():
         raise UserError(
             f"store {path!r} does not exist; create one with `rankgym rollout --store {path} ...`"
         )
-    try:
-        return Store(path, readonly=readonly)
-    except StoreError as e:
-        raise UserError(str(e)) from None
+    return Store(path, readonly=readonly)
 
 
 def _judge(args: argparse.Namespace) -> dict[str, Any]:
