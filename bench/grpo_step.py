@@ -90,14 +90,8 @@ def run_trl(args: argparse.Namespace) -> tuple[list[float], list[int], list[dict
     lora = LoraConfig(
         r=16, lora_alpha=32, lora_dropout=0.0, target_modules=TARGETS, task_type="CAUSAL_LM"
     )
-    trainer = GRPOTrainer(
-        model=model,
-        reward_funcs=reward,
-        args=cfg,
-        train_dataset=ds,
-        processing_class=tok,
-        peft_config=lora,
-    )
+    trainer = GRPOTrainer(model=model, reward_funcs=reward, args=cfg, train_dataset=ds,
+                          processing_class=tok, peft_config=lora)  # fmt: skip
     gen_time = [0.0]
     batches: list[dict] = []
     orig = trainer._generate_and_score_completions

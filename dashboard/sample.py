@@ -150,16 +150,9 @@ def _trajectory(
         for i, m in enumerate(msgs)
         if m.role == "assistant"
     ]
-    return Trajectory(
-        **({"id": tid} if tid else {}),
-        env_id=env_id,
-        task_id=task_id,
-        seed=k,
-        messages=msgs,
-        turns=turns,
-        verifiable_reward=reward,
-        metrics={"turns": len(turns), "tool_errors": 0, "wall_s": round(rng.uniform(0.5, 4), 2)},
-    )
+    metrics = {"turns": len(turns), "tool_errors": 0, "wall_s": round(rng.uniform(0.5, 4), 2)}
+    return Trajectory(**({"id": tid} if tid else {}), env_id=env_id, task_id=task_id, seed=k,
+                      messages=msgs, turns=turns, verifiable_reward=reward, metrics=metrics)  # fmt: skip
 
 
 def _group(gid: str, run: str, step: int, trajs: list[Trajectory]) -> Group:
