@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from rankgym.envs.registry import make
-from rankgym.envs.rollout import rollout_groups
+from rankgym.envs.rollout import EnvSource, rollout_groups
 from rankgym.types import Group
 
 Z95 = 1.959963984540054
@@ -125,7 +125,7 @@ def rate(table: dict[str, list[int]]) -> tuple[float, int, int]:
 
 
 def evaluate_policies(
-    env: Any,
+    env: EnvSource,
     policies: dict[str, Any],
     *,
     split: str = "test",
