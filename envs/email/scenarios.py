@@ -8,7 +8,8 @@ This module holds the facts that come from outside the company (vendors, partner
 contractors, friends, airlines, hotels, couriers); ``scenarios_office`` those from colleagues.
 
 Most scenarios write their emails through ``Builder.fact_group``: variant 0 is the fact, the
-others are near-duplicates from the same sender with other facts. The ones that need threads
+others are near-duplicates from the same sender with other facts; each letter is a
+``Builder.note`` and every scenario ends with ``return b.ask(...)`` (the question over the group). The ones that need threads
 (``expense``, ``meeting_moved``) or differently shaped distractors (``flight``) add emails
 directly. Not covered: facts spread across several emails, or questions with no answer.
 """

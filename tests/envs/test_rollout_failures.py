@@ -12,6 +12,7 @@ import json
 import pytest
 
 from rankgym.cli import main
+from rankgym.envs import rollout_command
 from rankgym.envs.policies import OraclePolicy
 from rankgym.envs.rollout import MAX_FAILED_IN_A_ROW, error_lines, rollout_to_store
 from rankgym.errors import StoreBusy, StoreError
@@ -55,10 +56,8 @@ class RefusingStore:
 def test_a_reply_with_a_lone_surrogate_is_stored_with_every_other_group(
     capsys, store_path, monkeypatch
 ):
-    import rankgym.envs.policies as policies
-
     policy = SurrogatePolicy()
-    monkeypatch.setattr(policies, "make_policy", lambda *a, **k: policy)
+    monkeypatch.setattr(rollout_command, "make_policy", lambda *a, **k: policy)
     args = ["rollout", "--env", ENV, "--store", str(store_path), "--tasks", "5"]
     assert main([*args, "--group-size", "2", "--policy", "oracle", "--json", "--quiet"]) == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
@@ -115,13 +114,11 @@ def test_a_store_that_refuses_every_group_stops_the_rollout(store_path):
 
 
 def test_the_text_summary_names_the_errors(capsys, store_path, monkeypatch):
-    import rankgym.envs.policies as policies
-
     class Broken(OraclePolicy):
         def generate(self, batch, tools, contexts=None):
             raise RuntimeError("\x1b[2Jmodel server went away")
 
-    monkeypatch.setattr(policies, "make_policy", lambda *a, **k: Broken())
+    monkeypatch.setattr(rollout_command, "make_policy", lambda *a, **k: Broken())
     args = ["rollout", "--env", ENV, "--store", str(store_path), "--tasks", "2", "--quiet"]
     assert main(args) == 0
     out = capsys.readouterr().out
