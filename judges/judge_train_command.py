@@ -24,7 +24,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rankgym.cli import Command, UserError
+from rankgym.cli import Command
+from rankgym.errors import UserError
 from rankgym.store import Store
 
 from .judge_compare import compare, format_comparison, judge_pairs, litellm_respond, pair_group

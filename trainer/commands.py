@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rankgym.cli import Command, UserError
+from rankgym.cli import Command
 from rankgym.config import validate_config
 from rankgym.envs.policies import TransformersPolicy
 from rankgym.envs.rollout_command import (
@@ -22,6 +22,7 @@ from rankgym.envs.rollout_command import (
     bounded,
     parse_env_kwargs,
 )
+from rankgym.errors import UserError
 from rankgym.model import (
     check_device,
     embedded_model_dir,
