@@ -24,6 +24,7 @@ from rankgym.envs.rollout_command import (
 )
 from rankgym.errors import UserError
 from rankgym.model import (
+    auto_dtype,
     check_device,
     embedded_model_dir,
     load_causal_lm,
@@ -188,7 +189,7 @@ def _load_adapter_model(adapter: Path, base: str | None, device: str = "cpu") ->
             base = str(embedded_model_dir())
     if not Path(base).is_dir():
         raise UserError(f"--base {base!r} is not a model directory")
-    dtype = "bfloat16" if use_bf16("auto", device) else "float32"
+    dtype = auto_dtype(device)
     model, tok = load_causal_lm(base, dtype, device=device)
     model = PeftModel.from_pretrained(model, str(adapter))
     model.eval()
