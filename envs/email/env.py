@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import re
 import threading
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -43,13 +44,11 @@ from rankgym.envs.email.reward import (
     RewardBreakdown,
     score_episode,
 )
-from rankgym.envs.email.types import Question
+from rankgym.envs.email.types import Corpus, Question
 from rankgym.envs.toolcalls import assistant_call, protocol_prompt
 from rankgym.envs.tools import tool
 
 __all__ = ["EmailSearchEnv", "EmailTask", "answer_parts"]
-
-DEFAULTS = {"seed": 0, "n_inboxes": 6, "n_emails": 2000, "n_test": 2, "facts_per_scenario": 5}
 
 SYSTEM_PROMPT = """You are an email research assistant for {owner} <{email}>. Today is {today}.
 Answer the user's question by searching their inbox with the tools:
@@ -66,12 +65,12 @@ _PATHS: dict[tuple, list[Path]] = {}
 _TASKS: dict[tuple, list[Task]] = {}
 
 
-def _paths(config: tuple, agentdojo: bool) -> list[Path]:
-    """Inbox files of a corpus config (built on first use; memoised per cache root)."""
-    key = (config, agentdojo, str(cache_root()))
+def _paths(corpus: Corpus, agentdojo: bool) -> list[Path]:
+    """Inbox files of a corpus (built on first use; memoised per cache root)."""
+    key = (corpus, agentdojo, str(cache_root()))
     with _DB_LOCK:
         if key not in _PATHS:
-            paths = ensure_synthetic(**dict(config))
+            paths = ensure_synthetic(**asdict(corpus))
             if agentdojo:
                 extra = agentdojo_source.ensure_agentdojo()
                 paths = paths + ([extra] if extra is not None else [])
@@ -150,18 +149,12 @@ class EmailSearchEnv(Env):
         super().__init__(split=split, max_turns=max_turns)
         if split not in self.splits:
             raise ValueError(f"unknown split {split!r}; choose from {self.splits}")
-        self.config = {
-            "seed": seed,
-            "n_inboxes": n_inboxes,
-            "n_emails": n_emails,
-            "n_test": n_test,
-            "facts_per_scenario": facts_per_scenario,
-        }
+        self.corpus = Corpus(seed, n_inboxes, n_emails, n_test, facts_per_scenario)
         self._prefix = (
-            "" if self.config == DEFAULTS else f"s{seed}n{n_emails}f{facts_per_scenario}-"
+            "" if self.corpus == Corpus() else f"s{seed}n{n_emails}f{facts_per_scenario}-"
         )
         self.inboxes: dict[str, InboxDB] = {}
-        for path in _paths(tuple(sorted(self.config.items())), agentdojo):
+        for path in _paths(self.corpus, agentdojo):
             db = _open(path)
             self.inboxes[db.id] = db
         self.agentdojo = "agentdojo" in self.inboxes

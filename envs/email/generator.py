@@ -47,6 +47,7 @@ from rankgym.envs.email.types import (
     QTYPES,
     START,
     WEEKDAYS,
+    Corpus,
     Email,
     Inbox,
     Person,
@@ -55,7 +56,7 @@ from rankgym.envs.email.types import (
 
 __all__ = [
     "GENERATOR_VERSION", "MONTHS", "N_DAYS", "QTYPES", "START", "WEEKDAYS",
-    "Email", "Inbox", "Person", "Question",
+    "Corpus", "Email", "Inbox", "Person", "Question",
     "build", "generate_corpus", "generate_inbox", "inbox_splits",
 ]  # fmt: skip
 
@@ -122,15 +123,12 @@ def inbox_splits(n_inboxes: int = 6, n_test: int = 2) -> list[str]:
     return ["train"] * (n_inboxes - n_test) + ["test"] * n_test
 
 
-def generate_corpus(
-    seed: int = 0,
-    n_inboxes: int = 6,
-    n_emails: int = 2000,
-    n_test: int = 2,
-    facts_per_scenario: int = 5,
-) -> list[Inbox]:
-    """All inboxes of a corpus; train/test split by inbox (see ``inbox_splits``)."""
-    splits = inbox_splits(n_inboxes, n_test)
+def generate_corpus(**corpus: int) -> list[Inbox]:
+    """All inboxes of ``Corpus(**corpus)`` (TypeError for an unknown field); train/test split by
+    inbox (see ``inbox_splits``)."""
+    c = Corpus(**corpus)
+    splits = inbox_splits(c.n_inboxes, c.n_test)
     return [
-        generate_inbox(seed, i, n_emails, splits[i], facts_per_scenario) for i in range(n_inboxes)
+        generate_inbox(c.seed, i, c.n_emails, splits[i], c.facts_per_scenario)
+        for i in range(c.n_inboxes)
     ]

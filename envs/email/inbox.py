@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from rankgym.envs.email.generator import generate_inbox, inbox_splits
-from rankgym.envs.email.types import GENERATOR_VERSION, Email, Inbox, Person, Question
+from rankgym.envs.email.types import GENERATOR_VERSION, Corpus, Email, Inbox, Person, Question
 from rankgym.model import cache_dir
 
 MAX_RESULTS = 10
@@ -152,30 +152,26 @@ def _read_meta(path: Path) -> dict[str, str] | None:
         return None
 
 
-def corpus_dir(seed: int, n_emails: int, facts_per_scenario: int, root: Path | None = None) -> Path:
+def corpus_dir(corpus: Corpus, root: Path | None = None) -> Path:
     """Cache folder of one synthetic corpus configuration."""
     root = root or cache_root()
-    return root / f"v{GENERATOR_KEY}" / f"seed{seed}-n{n_emails}-f{facts_per_scenario}"
+    c = corpus
+    return root / f"v{GENERATOR_KEY}" / f"seed{c.seed}-n{c.n_emails}-f{c.facts_per_scenario}"
 
 
-def ensure_synthetic(
-    seed: int = 0,
-    n_inboxes: int = 6,
-    n_emails: int = 2000,
-    n_test: int = 2,
-    facts_per_scenario: int = 5,
-    root: Path | None = None,
-) -> list[Path]:
-    """Paths of the corpus's inbox files, generating and writing any missing or stale one."""
-    splits = inbox_splits(n_inboxes, n_test)
-    folder = corpus_dir(seed, n_emails, facts_per_scenario, root)
+def ensure_synthetic(*, root: Path | None = None, **corpus: int) -> list[Path]:
+    """Paths of the inbox files of ``Corpus(**corpus)`` under ``root`` (default: the cache),
+    generating and writing any missing or stale one. TypeError for an unknown corpus field."""
+    c = Corpus(**corpus)
+    splits = inbox_splits(c.n_inboxes, c.n_test)
+    folder = corpus_dir(c, root)
     paths = []
     for i, split in enumerate(splits):
         path = folder / f"inbox{i}-{split}.sqlite"
         meta = _read_meta(path) if path.exists() else None
         if meta is None or meta.get("generator_version") != GENERATOR_KEY:
-            inbox = generate_inbox(seed, i, n_emails, split, facts_per_scenario)
-            write_inbox_db(path, inbox, {"seed": seed, "source": "synthetic"})
+            inbox = generate_inbox(c.seed, i, c.n_emails, split, c.facts_per_scenario)
+            write_inbox_db(path, inbox, {"seed": c.seed, "source": "synthetic"})
         paths.append(path)
     return paths
 

@@ -107,6 +107,21 @@ class Question:
     distractor_ids: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class Corpus:
+    """Which synthetic corpus: the generator's inputs. The defaults are the built-in env's corpus.
+
+    ``n_emails`` is per inbox (a minimum); the last ``n_test`` of the ``n_inboxes`` inboxes are
+    the test split; each of the 16 scenarios adds up to ``facts_per_scenario`` questions.
+    """
+
+    seed: int = 0
+    n_inboxes: int = 6
+    n_emails: int = 2000
+    n_test: int = 2
+    facts_per_scenario: int = 5
+
+
 @dataclass
 class Inbox:
     """One generated inbox: owner, emails sorted by date, and its questions."""
