@@ -109,17 +109,16 @@ class Question:
 
 @dataclass(frozen=True)
 class Corpus:
-    """Which synthetic corpus: the generator's inputs. The defaults are the built-in env's corpus.
-
-    ``n_emails`` is per inbox (a minimum); the last ``n_test`` of the ``n_inboxes`` inboxes are
-    the test split; each of the 16 scenarios adds up to ``facts_per_scenario`` questions.
-    """
+    """Which synthetic corpus: the generator's inputs. The defaults are the built-in env's corpus."""
 
     seed: int = 0
     n_inboxes: int = 6
     n_emails: int = 2000
+    """Emails per inbox, at least (more when the facts and their distractors need more)."""
     n_test: int = 2
+    """The last ``n_test`` inboxes are the test split; the others the train split."""
     facts_per_scenario: int = 5
+    """Questions each of the 16 scenarios adds to an inbox, at most."""
 
 
 @dataclass
