@@ -68,6 +68,7 @@ def main() -> int:
 
     from rankgym.envs.email.env import EmailSearchEnv
     from rankgym.envs.email.inbox import InboxDB, ensure_synthetic
+    from rankgym.envs.toolcalls import assistant_call
 
     t0 = time.perf_counter()
     config = {"seed": args.seed, "n_inboxes": 2, "n_emails": args.emails, "n_test": 1}
@@ -111,20 +112,7 @@ def main() -> int:
     for _ in range(args.repeats):
         for task in tasks:
             env.reset(options={"task_id": task.id})
-            msg = {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {
-                        "id": "b",
-                        "type": "function",
-                        "function": {
-                            "name": "search_emails",
-                            "arguments": json.dumps({"keywords": " ".join(task.keywords)}),
-                        },
-                    }
-                ],
-            }
+            msg = assistant_call("search_emails", {"keywords": " ".join(task.keywords)}, "b")
             t = time.perf_counter()
             env.step(msg)
             tool_ms.append((time.perf_counter() - t) * 1000)

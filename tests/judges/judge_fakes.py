@@ -15,8 +15,9 @@ from typing import Any
 import litellm
 from fakes import ScriptedLLM, register
 
+from rankgym.envs.toolcalls import assistant_call
 from rankgym.judges.calling import RetryPolicy
-from rankgym.types import Group, Message, ToolCall, ToolCallFunction, Trajectory
+from rankgym.types import Group, Message, ToolCall, Trajectory
 
 FAST_RETRY = RetryPolicy(max_attempts=3, base_delay_s=0.001, max_delay_s=0.002, timeout_s=5)
 
@@ -25,7 +26,8 @@ EMAIL_B = "From: bob@corp.example\nSubject: Offsite\n\nThe offsite moves to Lisb
 
 
 def tool_call(cid: str, name: str, args: dict[str, Any]) -> ToolCall:
-    return ToolCall(id=cid, function=ToolCallFunction(name=name, arguments=json.dumps(args)))
+    """One native tool call, as ``envs.toolcalls.assistant_call`` writes it."""
+    return ToolCall.from_dict(assistant_call(name, args, cid)["tool_calls"][0])
 
 
 def make_group(n: int = 3, final_answers: list[str] | None = None, gid: str = "grp-test") -> Group:
