@@ -270,6 +270,14 @@ class Builder:
             day += timedelta(days=1)
         return day.replace(hour=self.rng.randint(8, 18), minute=self.rng.choice(range(0, 60, 1)))
 
+    def work_time_in(self, month: int, last_day: int, spill_days: int) -> datetime:
+        """Working hours on a day 1..``last_day`` of ``month`` 2024; when that falls before the
+        inbox starts, on one of the ``spill_days`` + 1 days from the start instead."""
+        when = self.work_time(datetime(2024, month, self.rng.randint(1, last_day)))
+        if when < START:
+            when = self.work_time(START + timedelta(days=self.rng.randint(0, spill_days)))
+        return when
+
     def any_time(self, day: datetime) -> datetime:
         return day.replace(hour=self.rng.randint(6, 23), minute=self.rng.randint(0, 59))
 

@@ -8,7 +8,7 @@ False, adding nothing, when it cannot reserve an unused identity.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from rankgym.envs.email import vocab as V
 from rankgym.envs.email.builder import Builder, Draft, Letter
@@ -108,9 +108,7 @@ def offsite(b: Builder) -> bool:
         t, m = variant
         venue = b.unique(lambda: f"{rng.choice(V.VENUE_PREFIXES)} {rng.choice(V.VENUE_KINDS)}")
         city = rng.choice(V.CITIES)
-        when = b.work_time(datetime(2024, max(1, m - 2), rng.randint(1, 25)))
-        if when < START:
-            when = b.work_time(START + timedelta(days=rng.randint(0, 10)))
+        when = b.work_time_in(max(1, m - 2), 25, spill_days=10)
         d1 = rng.randint(3, 24)
         return b.note(
             b.office, when, f"{t} team offsite in {MONTHS[m - 1]}: venue booked",
@@ -175,9 +173,7 @@ def presenter(b: Builder) -> bool:
         rng.shuffle(topics)
         pool = b.peers if k == 0 else [p for p in b.peers if p.name != first]
         presenters = rng.sample(pool, 3)
-        when = b.work_time(datetime(2024, m, rng.randint(1, 12)))
-        if when < START:
-            when = b.work_time(START + timedelta(days=rng.randint(0, 5)))
+        when = b.work_time_in(m, 12, spill_days=5)
         agenda = "\n".join(
             f"{i + 2}. {tp.capitalize()} update - {pr.name}"
             for i, (tp, pr) in enumerate(zip(topics, presenters, strict=True))
