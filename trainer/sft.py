@@ -344,19 +344,9 @@ def sft_stage(
         f"sft: {len(rows)} demonstrations from {s.source}; {s.steps} steps of {s.batch_size}, "
         f"lr {s.lr:g}"
     )
-    stats = sft_train(
-        model,
-        rows,
-        pad_id=tokenizer.pad_token_id,
-        steps=s.steps,
-        lr=s.lr,
-        batch_size=s.batch_size,
-        max_minutes=s.max_minutes,
-        bf16=bf16,
-        seed=cfg.seed,
-        progress=progress,
-        echo=say,
-    )
+    stats = sft_train(model, rows, pad_id=tokenizer.pad_token_id, steps=s.steps, lr=s.lr,
+                      batch_size=s.batch_size, max_minutes=s.max_minutes, bf16=bf16,
+                      seed=cfg.seed, progress=progress, echo=say)  # fmt: skip
     summary = {
         "source": s.source,
         "conversations": len(convs),
