@@ -43,6 +43,7 @@ class ExportResult:
 
     @property
     def unit(self) -> str:
+        """What ``records`` counts: ``"groups"`` (jsonl) or ``"trajectories"`` (parquet)."""
         return "groups" if self.format == "jsonl" else "trajectories"
 
 
