@@ -47,6 +47,7 @@ from tqdm import tqdm
 from rankgym.envs.policies import TransformersPolicy
 from rankgym.errors import UserError
 from rankgym.store import Store
+from rankgym.trainer.config import TrainConfig
 from rankgym.trainer.grpo import Sample, collate, token_logprobs, trajectory_rows
 from rankgym.trainer.setup import make_env_factory
 
@@ -305,8 +306,8 @@ def sft_train(
     return st
 
 
-def conversations_for(cfg: Any) -> list[Conversation]:
-    """The demonstrations a train config's ``[sft]`` section names (``cfg`` is a TrainConfig)."""
+def conversations_for(cfg: TrainConfig) -> list[Conversation]:
+    """The demonstrations a train config's ``[sft]`` section names."""
     s = cfg.sft
     kwargs = cfg.env.kwargs if s.env_kwargs is None else s.env_kwargs
     if s.source == "jsonl":
@@ -320,7 +321,7 @@ def conversations_for(cfg: Any) -> list[Conversation]:
 
 
 def sft_stage(
-    cfg: Any,
+    cfg: TrainConfig,
     model: Any,
     tokenizer: Any,
     out_dir: str | Path,
@@ -378,7 +379,7 @@ def sft_stage(
 
 
 def warm_start(
-    cfg: Any,
+    cfg: TrainConfig,
     model: Any,
     tokenizer: Any,
     sft_dir: Path,
