@@ -356,3 +356,19 @@ def test_sigkill_mid_batch_keeps_committed_groups(store_path):
     assert set(committed) <= ids
     for gid in ids:  # no half-written group: every group has all its trajectories
         assert len(s.get_group(gid).trajectories) == 4
+
+
+def test_reading_an_existing_store_imports_no_sqlite_utils_pandas_or_pyarrow(store_path):
+    Store(store_path).close()  # created here: the migrations (which need sqlite-utils) ran
+    code = textwrap.dedent(
+        f"""
+        import sys
+        from rankgym.store import Store
+        with Store({str(store_path)!r}, readonly=True) as s:
+            s.count_groups()
+        print(sorted({{"sqlite_utils", "pandas", "pyarrow", "torch"}} & set(sys.modules)))
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
