@@ -45,6 +45,7 @@ import numpy as np
 from .metrics import (
     METRICS,
     Aggregate,
+    DictRecord,
     MicroMacro,
     UnitStats,
     aggregate,
@@ -178,7 +179,7 @@ def build_units(data: _Data) -> dict[str, list[tuple[str, list[float], list[floa
 
 
 @dataclass(frozen=True)
-class AgreementReport:
+class AgreementReport(DictRecord):
     """The agreement tables of one judge spec (what ``rankgym agreement`` prints).
 
     ``to_dict`` is the ``--json`` shape (documented in docs/judging.md)::
@@ -209,27 +210,7 @@ class AgreementReport:
     pairs: dict[str, Aggregate]
     """One :class:`Aggregate` per name in :data:`PAIRS`, in that order."""
 
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON-able dict of the class docstring."""
-        return {
-            "spec_hash": self.spec_hash,
-            "model": self.model,
-            "env_id": self.env_id,
-            "n_groups": self.n_groups,
-            "n_judged": self.n_judged,
-            "n_unjudged": self.n_unjudged,
-            "n_labeled": self.n_labeled,
-            "pairs": {p: a.to_dict() for p, a in self.pairs.items()},
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> AgreementReport:
-        """Inverse of :meth:`to_dict` (keys the CLI adds, ``hint``/``disagreements``, ignored)."""
-        pairs = {p: Aggregate.from_dict(a) for p, a in d["pairs"].items()}
-        return cls(
-            d["spec_hash"], d["model"], d["env_id"], d["n_groups"], d["n_judged"],
-            d["n_unjudged"], d["n_labeled"], pairs,
-        )  # fmt: skip
+    nested = {"pairs": Aggregate}
 
 
 def agreement_report(

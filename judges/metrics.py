@@ -24,14 +24,15 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar, Self
 
 import numpy as np
 
 __all__ = [
     "METRICS",
     "Aggregate",
+    "DictRecord",
     "MicroMacro",
     "UnitStats",
     "aggregate",
@@ -190,9 +191,38 @@ class MicroMacro:
         return cls(d["micro"], _ci(d["micro_ci"]), d["macro"], _ci(d["macro_ci"]))
 
 
+class DictRecord:
+    """Base of the report dataclasses: ``to_dict``/``from_dict`` over their fields.
+
+    Values are kept as they are, except the fields named in ``nested``: dicts of records,
+    converted with the record type's own ``to_dict``/``from_dict``.
+    """
+
+    nested: ClassVar[dict[str, Any]] = {}
+    """Field name -> the record type of that field's ``{name: record}`` values."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON-able dict: every field by name, in declaration order."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        for k in self.nested:
+            out[k] = {name: r.to_dict() for name, r in out[k].items()}
+        return out
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Self:
+        """Inverse of :meth:`to_dict`; keys that are not fields (added by callers) are ignored."""
+        kw = {f.name: d[f.name] for f in fields(cls)}
+        for k, record in cls.nested.items():
+            kw[k] = {name: record.from_dict(v) for name, v in kw[k].items()}
+        return cls(**kw)
+
+
 @dataclass(frozen=True)
-class Aggregate:
-    """What :func:`aggregate` measured over a set of units."""
+class Aggregate(DictRecord):
+    """What :func:`aggregate` measured over a set of units (``to_dict``: ``{"n_groups",
+    "n_units", "metrics": {metric: MicroMacro.to_dict()}}``)."""
+
+    nested = {"metrics": MicroMacro}
 
     n_groups: int
     """Groups with at least one unit of two or more items."""
@@ -200,20 +230,6 @@ class Aggregate:
     """Units counted (units of fewer than two items are skipped)."""
     metrics: dict[str, MicroMacro]
     """One entry per name in :data:`METRICS`, in that order."""
-
-    def to_dict(self) -> dict[str, Any]:
-        """``{"n_groups", "n_units", "metrics": {metric: MicroMacro.to_dict()}}``."""
-        return {
-            "n_groups": self.n_groups,
-            "n_units": self.n_units,
-            "metrics": {m: v.to_dict() for m, v in self.metrics.items()},
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Aggregate:
-        """Inverse of :meth:`to_dict`."""
-        metrics = {m: MicroMacro.from_dict(v) for m, v in d["metrics"].items()}
-        return cls(d["n_groups"], d["n_units"], metrics)
 
 
 def _micro(s: dict[str, np.ndarray], metric: str) -> np.ndarray:
