@@ -234,6 +234,10 @@ _LATE = frozenset({"time_step_s", "time_checkpoint_s", "checkpoint", "eval"})
 _NAMES = tuple(f.name for f in fields(StepMetrics) if f.name not in ("extra", "keys"))
 
 
+_JUDGE_USAGE = ("input_tokens", "output_tokens", "cost_usd", "latency_s_mean", "calls")
+"""Keys of the rollout timing's ``judge`` dict, logged as ``judge_<key>``."""
+
+
 def _mean_std(xs: list[float]) -> tuple[float | None, float | None]:
     if not xs:
         return None, None
@@ -256,20 +260,19 @@ def step_metrics(
     bf16: bool,
 ) -> StepMetrics:
     """The metrics of one step (``update`` is a ``grpo`` UpdateStats); the loop adds timings."""
-    rm, rs = _mean_std(rewards.train)
-    jm, jsd = _mean_std(rewards.judge_scores)
-    vm, vsd = _mean_std(rewards.verifiable)
+    spread: dict[str, float | None] = {}
+    for name, xs in [
+        ("reward", rewards.train),
+        ("judge_score", rewards.judge_scores),
+        ("verifiable", rewards.verifiable),
+    ]:
+        spread[f"{name}_mean"], spread[f"{name}_std"] = _mean_std(xs)
     judge = timing.get("judge") or {}
     verif = rewards.verifiable
     return StepMetrics(
         policy=policy,
         reward_kind=reward_kind,
-        reward_mean=rm,
-        reward_std=rs,
-        judge_score_mean=jm,
-        judge_score_std=jsd,
-        verifiable_mean=vm,
-        verifiable_std=vsd,
+        **spread,
         success_rate=(
             sum(v >= success_threshold for v in verif) / n_trajectories if n_trajectories else None
         ),
@@ -295,11 +298,7 @@ def step_metrics(
             if timing.get("rollout_s")
             else None
         ),
-        judge_input_tokens=judge.get("input_tokens"),
-        judge_output_tokens=judge.get("output_tokens"),
-        judge_cost_usd=judge.get("cost_usd"),
-        judge_latency_s_mean=judge.get("latency_s_mean"),
-        judge_calls=judge.get("calls"),
+        **{f"judge_{k}": judge.get(k) for k in _JUDGE_USAGE},
         time_rollout_s=timing.get("rollout_s"),
         time_judge_s=timing.get("judge_s"),
         time_update_s=update.seconds,
