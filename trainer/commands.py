@@ -196,46 +196,6 @@ def _load_adapter_model(adapter: Path, base: str | None, device: str = "cpu") ->
     return model, tok
 
 
-def run_eval(
-    adapter: Path,
-    env_id: str,
-    env_kwargs: dict[str, Any],
-    *,
-    split: str = "test",
-    tasks: int | None = None,
-    samples: int = 2,
-    temperature: float = 0.7,
-    max_new_tokens: int = 64,
-    seed: int = 0,
-    base: str | None = None,
-    progress: bool = True,
-    device: str = "cpu",
-) -> dict[str, Any]:
-    """Base (adapter disabled) vs adapter success on held-out tasks; see ``evaluate.py``."""
-    from rankgym.trainer.setup import make_env_factory
-
-    model, tok = _load_adapter_model(adapter, base, device)
-    env = make_env_factory(env_id, env_kwargs)
-    trained = TransformersPolicy(
-        model,
-        tok,
-        name=f"adapter:{adapter.name}",
-        max_new_tokens=max_new_tokens,
-        temperature=temperature,
-        seed=seed,
-        autocast=use_bf16("auto", device),
-    )
-    policies = {"base": AdapterOffPolicy(trained, "base"), "trained": trained}
-    try:
-        res = evaluate_policies(
-            env, policies, split=split, n_tasks=tasks, samples=samples, seed=seed, progress=progress
-        )
-    except ValueError as e:
-        raise UserError(str(e)) from None
-    res.update(env=env_id, env_kwargs=env_kwargs, adapter=str(adapter), temperature=temperature)
-    return res
-
-
 def flat_eval(res: dict[str, Any]) -> dict[str, Any]:
     """The headline numbers of an evaluation: success of base and trained with 95% CIs."""
     b, t = res["policies"]["base"], res["policies"]["trained"]
@@ -268,7 +228,8 @@ def _print_eval(res: dict[str, Any]) -> None:
     )
 
 
-def _eval_run(args: argparse.Namespace) -> dict[str, Any]:
+def _eval_target(args: argparse.Namespace) -> tuple[Path, dict[str, Any], str, dict[str, Any]]:
+    """The adapter dir, its meta.json, and the env id and kwargs to evaluate it on."""
     given_kwargs = parse_env_kwargs(args.env_kwargs) if args.env_kwargs else None
     adapter = Path(args.adapter)
     if not adapter.is_dir():
@@ -283,22 +244,43 @@ def _eval_run(args: argparse.Namespace) -> dict[str, Any]:
         env_kwargs = (meta.get("env") or {}).get("kwargs") or {}
     else:
         env_kwargs = {}
+    return adapter, meta, env_id, env_kwargs
+
+
+def _eval_run(args: argparse.Namespace) -> dict[str, Any]:
+    """Base (adapter disabled) vs adapter success on held-out tasks; see ``evaluate.py``."""
+    from rankgym.trainer.setup import make_env_factory
+
+    adapter, meta, env_id, env_kwargs = _eval_target(args)
     if args.temperature < 0:
         raise UserError(f"--temperature must be >= 0, got {args.temperature}")
     set_torch_threads()
-    res = run_eval(
-        adapter,
-        env_id,
-        env_kwargs,
-        split=args.split,
-        tasks=args.tasks,
-        samples=args.samples,
-        temperature=args.temperature,
+    model, tok = _load_adapter_model(adapter, args.base, args.device)
+    env = make_env_factory(env_id, env_kwargs)
+    trained = TransformersPolicy(
+        model,
+        tok,
+        name=f"adapter:{adapter.name}",
         max_new_tokens=args.max_new_tokens or int(meta.get("max_new_tokens") or 64),
+        temperature=args.temperature,
         seed=args.seed,
-        base=args.base,
-        progress=not args.quiet,
-        device=args.device,
+        autocast=use_bf16("auto", args.device),
+    )
+    policies = {"base": AdapterOffPolicy(trained, "base"), "trained": trained}
+    try:
+        res = evaluate_policies(
+            env,
+            policies,
+            split=args.split,
+            n_tasks=args.tasks,
+            samples=args.samples,
+            seed=args.seed,
+            progress=not args.quiet,
+        )
+    except ValueError as e:
+        raise UserError(str(e)) from None
+    res.update(
+        env=env_id, env_kwargs=env_kwargs, adapter=str(adapter), temperature=args.temperature
     )
     if not args.json:
         _print_eval(res)
@@ -316,7 +298,7 @@ EVAL = Command("eval", "held-out success of base vs adapter", _eval_arguments, _
 
 from rankgym.trainer.demo import DEMO, demo_config  # noqa: E402  (re-exported)
 
-__all__ = ["TRAIN", "EVAL", "SFT", "DEMO", "run_eval", "flat_eval", "demo_config"]
+__all__ = ["TRAIN", "EVAL", "SFT", "DEMO", "flat_eval", "demo_config"]
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit("run through `rankgym train|eval|demo`")
