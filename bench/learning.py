@@ -42,6 +42,8 @@ def main() -> None:
         "--reward", default="judge+verifiable", choices=["judge", "verifiable", "judge+verifiable"]
     )
     ap.add_argument("--lr", type=float, default=None, help="override the demo learning rate")
+    ap.add_argument("--judge", default=None, help="judge model (default: the demo's local/smollm2)")
+    ap.add_argument("--sft-adapter", default=None, help="start from this adapter (skip the SFT)")
     ap.add_argument("--minutes", type=float, default=55.0, help="stop training after this long")
     ap.add_argument("--out", default="runs/bench-learning")
     ap.add_argument("--seed", type=int, default=0)
@@ -52,8 +54,8 @@ def main() -> None:
 
     torch.set_num_threads(args.threads)
     from rankgym.config import validate_config
-    from rankgym.trainer.commands import demo_config
     from rankgym.trainer.config import TrainConfig
+    from rankgym.trainer.demo import demo_config
     from rankgym.trainer.evaluate import AdapterOffPolicy, evaluate_policies
     from rankgym.trainer.loop import Trainer
 
@@ -62,9 +64,11 @@ def main() -> None:
     raw["eval"].update(tasks=args.eval_tasks, samples=args.eval_samples)
     if args.lr:
         raw["optim"]["lr"] = args.lr
+    if args.judge:
+        raw["judge"]["model"] = args.judge
     cfg = validate_config(raw, TrainConfig)
     t0 = time.perf_counter()
-    tr = Trainer(cfg, progress=False, echo=print)
+    tr = Trainer(cfg, progress=False, echo=print, init_adapter=args.sft_adapter)
     tr.setup()
 
     def evaluate(policy, name):
@@ -109,7 +113,7 @@ def main() -> None:
         else:
             m = tr.step(k)
         if m is not None:
-            history.append({key: m.get(key) for key in ("reward_mean", "verifiable_mean", "success_rate", "zero_variance_groups", "time_step_s")})  # fmt: skip
+            history.append({key: getattr(m, key) for key in ("reward_mean", "verifiable_mean", "success_rate", "zero_variance_groups", "time_step_s")})  # fmt: skip
         if (k + 1) % args.eval_every == 0 or k + 1 == cfg.steps:
             ev = evaluate("trained", f"step{k + 1}")
             curve.append({"step": k + 1, **_pick(ev)})

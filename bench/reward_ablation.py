@@ -1,19 +1,25 @@
-"""Reward ablation: the same env, seed and budget trained on judge-only, verifiable-only and
-blended rewards; held-out success of each adapter vs the base model, with sample sizes.
+"""Reward ablation after the demo's SFT warm start: judge-only (one arm per judge),
+verifiable-only and blended GRPO, and the same minutes spent on more SFT instead.
 
-Setup = `rankgym demo` (SmolLM2-135M + LoRA on easy ToolUse calculator tasks, embedded judge
-``local/smollm2``). Every arm uses the same seed, so step k of every arm samples the same tasks
-and episode seeds; only the reward (and hence the updates, and hence later rollouts) differ.
-Evaluation: the same held-out tasks and seeds for the base model and every adapter (paired).
+Setup = `rankgym demo` (SmolLM2-135M + LoRA; SFT on oracle episodes of ToolUse
+lookup/units/dates, then GRPO on their hard multi-step tasks). Every arm starts from the *same*
+SFT adapter (``--sft-adapter``, or the one the first arm's ``[sft]`` stage writes), uses the
+same seed (step k of every GRPO arm samples the same tasks and episode seeds) and the same
+number of steps; only the reward differs. ``sft-more`` trains the SFT adapter further on the
+same demonstrations for as many minutes as the GRPO arms' mean training time (the peer that
+says whether RL beat more imitation). Evaluation: the same held-out episodes for the base model,
+the SFT adapter and every arm (paired); bootstrap intervals resample tasks.
 
-Run (CPU; 15 steps took 35 min on 2 cores):
-    HF_HUB_OFFLINE=1 RANKGYM_CACHE=/tmp/rgcache .venv/bin/python bench/reward_ablation.py \
-        --steps 15 --out /tmp/ablation
+Arms: ``KIND[:JUDGE]`` with KIND in judge, verifiable, judge+verifiable (JUDGE defaults to the
+demo's ``local/smollm2``; e.g. ``judge:local/smollm2@runs/judge/adapter`` for a judge that
+``rankgym judge-train`` wrote), or ``sft-more``.
 
-``--reuse`` keeps what an earlier run with the same ``--out`` trained (each arm resumes from its
-last checkpoint, so a killed run continues) and only trains the missing steps; evaluation is
-always redone. Besides each arm vs the base model, it prints paired bootstrap intervals for
-every pair of arms (same held-out episodes).
+Run (CPU, 2 cores; about 12 min per arm when idle):
+    HF_HUB_OFFLINE=1 .venv/bin/python bench/reward_ablation.py --out /tmp/ablation \
+        --arms judge+verifiable,verifiable,judge,judge:local/smollm2@/tmp/F/run3/adapter,sft-more
+
+``--reuse`` keeps arms an earlier run with the same ``--out`` finished (their adapters) and
+only trains the missing ones; evaluation is always redone.
 """
 
 from __future__ import annotations
@@ -22,36 +28,34 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-ARMS = ("judge", "verifiable", "judge+verifiable")
+DEFAULT_ARMS = "judge+verifiable,verifiable,judge,sft-more"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument("--steps", type=int, default=8)
-    ap.add_argument("--eval-tasks", type=int, default=20)
-    ap.add_argument("--eval-samples", type=int, default=4)
-    ap.add_argument("--arms", default=",".join(ARMS))
+    ap.add_argument("--steps", type=int, default=None, help="GRPO steps (default: the demo's)")
+    ap.add_argument("--eval-tasks", type=int, default=18)
+    ap.add_argument("--eval-samples", type=int, default=5)
+    ap.add_argument("--arms", default=DEFAULT_ARMS)
+    ap.add_argument("--sft-adapter", default=None, help="start every arm from this adapter")
     ap.add_argument("--out", default="runs/bench-ablation")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--reuse", action="store_true", help="resume arms already trained in --out")
+    ap.add_argument("--reuse", action="store_true", help="keep arms already trained in --out")
     args = ap.parse_args()
 
-    import torch
-
-    torch.set_num_threads(args.threads)
     from rankgym.config import validate_config
-    from rankgym.envs.policies import TransformersPolicy
-    from rankgym.trainer.commands import demo_config
+    from rankgym.model import set_torch_threads
     from rankgym.trainer.config import TrainConfig
+    from rankgym.trainer.demo import DEFAULT_STEPS, demo_config, policy_from_adapter
     from rankgym.trainer.evaluate import (
         AdapterOffPolicy,
         evaluate_policies,
@@ -59,70 +63,135 @@ def main() -> None:
         successes,
     )
     from rankgym.trainer.loop import Trainer
+    from rankgym.trainer.setup import make_env_factory
 
+    steps = args.steps or DEFAULT_STEPS
+    arms = [a.strip() for a in args.arms.split(",") if a.strip()]
     t0 = time.perf_counter()
     if not args.reuse:
         shutil.rmtree(args.out, ignore_errors=True)
-    results: dict[str, dict] = {}
-    tables: dict[str, dict] = {}
-    for arm in args.arms.split(","):
-        out = os.path.join(args.out, arm.replace("+", "_"))
-        cfg = validate_config(demo_config(out, args.steps, arm, args.seed), TrainConfig)
-        resume = args.reuse and os.path.isfile(os.path.join(out, "run.json"))
-        tr = Trainer(cfg, resume=resume, progress=False, echo=print)
-        tr.setup()
-        for k in range(tr.start_step, cfg.steps):
-            tr.step(k)
-        hist = [row["metrics"] for row in tr.store.steps(tr.run_id)][: cfg.steps]
-        pol = TransformersPolicy(
-            tr.model, tr.tokenizer, name=arm, max_new_tokens=cfg.policy.max_new_tokens,
-            temperature=0.7, seed=cfg.seed, autocast=tr.bf16,
-        )  # fmt: skip
-        policies = {arm: pol}
-        if "base" not in results:
-            policies = {"base": AdapterOffPolicy(pol, "base"), arm: pol}
-
-        def keep(name, groups, cfg=cfg):
-            tables[name] = successes(groups, 1.0)
-
-        ev = evaluate_policies(
-            tr.env, policies, split="test", n_tasks=args.eval_tasks, samples=args.eval_samples,
-            seed=cfg.seed, on_groups=keep,
-        )  # fmt: skip
-        for name, p in ev["policies"].items():
-            results[name] = {
-                "success": p["success"], "successes": p["successes"], "n": p["n"],
-                "ci95": [round(x, 3) for x in p["ci95"]],
-            }  # fmt: skip
-        results[arm]["train"] = {
-            "steps": len(hist),
-            "no_signal_steps": sum(bool(m["no_signal"]) for m in hist),
-            "zero_variance_groups": sum(m["zero_variance_groups"] for m in hist),
-            "groups": sum(m["groups"] for m in hist),
-            "train_success_first_last": [hist[0]["success_rate"], hist[-1]["success_rate"]],
-            "judge_score_mean_first_last": [
-                hist[0]["judge_score_mean"],
-                hist[-1]["judge_score_mean"],
-            ],
-        }
-        print(json.dumps({arm: results[arm]}), flush=True)
-        tr.store.close()
-    arms = args.arms.split(",")
+    os.makedirs(args.out, exist_ok=True)
+    sft_dir = args.sft_adapter
+    train_minutes: list[float] = []
+    trained: dict[str, str] = {}  # arm -> adapter dir
+    history: dict[str, dict] = {}
     for arm in arms:
-        lo, hi = paired_bootstrap(tables["base"], tables[arm], seed=args.seed)
-        results[arm]["minus_base"] = round(results[arm]["success"] - results["base"]["success"], 3)
-        results[arm]["minus_base_ci95"] = [round(lo, 3), round(hi, 3)]
-    pairs = {}
-    for i, a in enumerate(arms):
-        for b in arms[i + 1 :]:
-            lo, hi = paired_bootstrap(tables[a], tables[b], seed=args.seed)
-            diff = results[b]["success"] - results[a]["success"]
-            pairs[f"{b} - {a}"] = {
-                "difference": round(diff, 3),
-                "ci95": [round(lo, 3), round(hi, 3)],
+        out = os.path.join(args.out, _slug(arm))
+        done = os.path.join(out, "done.json")
+        if args.reuse and os.path.isfile(done):
+            with open(done) as f:
+                rec = json.load(f)
+            trained[arm], history[arm] = rec["adapter"], rec["train"]
+            train_minutes += [rec["train"]["minutes"]] if arm != "sft-more" else []
+            sft_dir = sft_dir or rec.get("sft_adapter")
+            continue
+        shutil.rmtree(out, ignore_errors=True)
+        kind, _, judge = arm.partition(":")
+        raw = demo_config(out, steps, "verifiable" if kind == "sft-more" else kind, args.seed)
+        if judge:
+            raw["judge"]["model"] = judge
+        cfg = validate_config(raw, TrainConfig)
+        set_torch_threads()
+        t_arm = time.perf_counter()
+        tr = Trainer(cfg, progress=False, echo=print, init_adapter=sft_dir)
+        tr.setup()
+        if sft_dir is None:  # the first arm ran the [sft] stage: every later arm starts there
+            sft_dir = str(tr.out / "sft")
+            t_arm = time.perf_counter()
+        if kind == "sft-more":
+            minutes = statistics.mean(train_minutes) if train_minutes else 5.0
+            rec_train = _more_sft(tr, cfg, minutes)
+        else:
+            hist = [tr.step(k) for k in range(cfg.steps)]
+            rec_train = {
+                "steps": len(hist),
+                "no_signal_steps": sum(bool(m.no_signal) for m in hist),
+                "zero_variance_groups": sum(m.zero_variance_groups for m in hist),
+                "groups": sum(m.groups for m in hist),
+                "train_success": [m.success_rate for m in hist],
+                "judge_score_mean": [m.judge_score_mean for m in hist],
+                "minutes": round((time.perf_counter() - t_arm) / 60, 2),
             }
-    results["pairs"] = pairs
-    print(json.dumps({"settings": vars(args), "results": results, "wall_min": round((time.perf_counter() - t0) / 60, 1)}, indent=1))  # fmt: skip
+            train_minutes.append(rec_train["minutes"])
+        adapter = os.path.join(out, "adapter")
+        tr.model.save_pretrained(adapter)
+        tr.store.close()
+        trained[arm], history[arm] = adapter, rec_train
+        with open(done, "w") as f:
+            json.dump({"adapter": adapter, "train": rec_train, "sft_adapter": sft_dir}, f)
+        print(json.dumps({arm: rec_train}), flush=True)
+
+    # Evaluation: base, SFT and every arm on the same held-out episodes.
+    set_torch_threads()
+    cfg = validate_config(demo_config(args.out, steps, "verifiable", args.seed), TrainConfig)
+    sft_policy = policy_from_adapter(sft_dir, "sft", cfg)
+    policies = {"base": AdapterOffPolicy(sft_policy, "base"), "sft": sft_policy}
+    for arm, adapter in trained.items():
+        policies[arm] = policy_from_adapter(adapter, arm, cfg)
+    tables: dict[str, dict] = {}
+    ev = evaluate_policies(
+        make_env_factory(cfg.env.id, cfg.env.kwargs, cfg.env.max_turns),
+        policies,
+        split="test",
+        n_tasks=args.eval_tasks,
+        samples=args.eval_samples,
+        seed=args.seed,
+        on_groups=lambda name, groups: tables.__setitem__(name, successes(groups, 1.0)),
+    )
+    results: dict[str, dict] = {}
+    for name, p in ev["policies"].items():
+        results[name] = {
+            "success": round(p["success"], 3),
+            "successes": p["successes"],
+            "n": p["n"],
+            "ci95": [round(x, 3) for x in p["ci95"]],
+            "tool_call_rate": p["tool_call_rate"],
+            "mean_turns": p["mean_turns"],
+        }
+        if name in history:
+            results[name]["train"] = history[name]
+    names = list(policies)
+    pairs = {}
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            lo, hi = paired_bootstrap(tables[a], tables[b], seed=args.seed)
+            pairs[f"{b} - {a}"] = {
+                "points": round(100 * (results[b]["success"] - results[a]["success"]), 1),
+                "ci95_points": [round(100 * lo, 1), round(100 * hi, 1)],
+            }
+    out = {
+        "settings": vars(args) | {"steps": steps},
+        "sft_adapter": sft_dir,
+        "results": results,
+        "pairs": pairs,
+        "wall_min": round((time.perf_counter() - t0) / 60, 1),
+    }
+    print(json.dumps(out, indent=1))
+
+
+def _slug(arm: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in arm)[:80]
+
+
+def _more_sft(tr, cfg, minutes: float) -> dict:  # type: ignore[no-untyped-def]
+    """Continue SFT on the demo's demonstrations for ``minutes`` (the GRPO arms' budget)."""
+    from rankgym.envs.policies import TransformersPolicy
+    from rankgym.trainer.sft import conversations_for, render_rows, sft_train
+
+    t = time.perf_counter()
+    rows = render_rows(TransformersPolicy(tr.model, tr.tokenizer), conversations_for(cfg))
+    left = max(0.1, minutes - (time.perf_counter() - t) / 60)
+    st = sft_train(
+        tr.model, rows, pad_id=tr.tokenizer.pad_token_id, steps=100_000, lr=cfg.sft.lr,
+        batch_size=cfg.sft.batch_size, max_minutes=left, warmup_steps=0, bf16=tr.bf16,
+        seed=cfg.seed + 1,
+    )  # fmt: skip
+    return {
+        "sft_steps": st.steps,
+        "loss_last": st.loss_last,
+        "minutes": round((time.perf_counter() - t) / 60, 2),
+        "matched_to_minutes": round(minutes, 2),
+    }
 
 
 if __name__ == "__main__":

@@ -25,11 +25,19 @@ from typing import Any
 from rankgym.cli import Command, UserError
 from rankgym.envs.rollout_command import MAX_EPISODES, MAX_GROUP_SIZE, bounded
 
-__all__ = ["DEMO", "DEMO_FAMILIES", "demo_config", "demo_summary"]
+__all__ = [
+    "DEMO",
+    "DEMO_FAMILIES",
+    "DEFAULT_STEPS",
+    "demo_config",
+    "demo_summary",
+    "policy_from_adapter",
+]
 
 DEMO_FAMILIES = ["lookup", "units", "dates"]
 SFT_ENV_KWARGS: dict[str, Any] = {"families": DEMO_FAMILIES}
 GRPO_ENV_KWARGS: dict[str, Any] = {"difficulty": "hard", "families": DEMO_FAMILIES}
+DEFAULT_STEPS = 4
 
 
 def demo_config(
@@ -67,7 +75,12 @@ def demo_config(
 
 def _demo_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", metavar="DIR", help="output dir (default: runs/demo-<time>)")
-    p.add_argument("--steps", type=bounded(10_000), default=4, help="GRPO steps (default: 4)")
+    p.add_argument(
+        "--steps",
+        type=bounded(10_000),
+        default=DEFAULT_STEPS,
+        help=f"GRPO steps (default: {DEFAULT_STEPS})",
+    )
     p.add_argument("--sft-steps", type=bounded(100_000), default=24, help="SFT steps of 8 demonstrations (default: 24)")  # fmt: skip
     p.add_argument(
         "--reward",
@@ -81,12 +94,13 @@ def _demo_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--eval-samples", type=bounded(MAX_GROUP_SIZE), default=5, metavar="K", help="seeded samples per held-out task (default: 5)")  # fmt: skip
 
 
-def _policy_from_adapter(adapter: Path, name: str, cfg: Any) -> Any:
+def policy_from_adapter(adapter: str | Path, name: str, cfg: Any) -> Any:
+    """A sampling policy (eval temperature, seeded) over the base model + the adapter at ``adapter``."""
     from rankgym.envs.policies import TransformersPolicy
     from rankgym.model import use_bf16
     from rankgym.trainer.commands import _load_adapter_model
 
-    model, tok = _load_adapter_model(adapter, None)
+    model, tok = _load_adapter_model(Path(adapter), None)
     return TransformersPolicy(
         model,
         tok,
@@ -176,10 +190,10 @@ def _demo_run(args: argparse.Namespace) -> dict[str, Any]:
     t_train = time.perf_counter() - t0
     echo("held-out evaluation: base, SFT-only and SFT+GRPO on the same tasks and seeds")
     set_torch_threads()
-    trained = _policy_from_adapter(Path(summary["adapter"]), "sft+grpo", cfg)
+    trained = policy_from_adapter(Path(summary["adapter"]), "sft+grpo", cfg)
     policies = {
         "base": AdapterOffPolicy(trained, "base"),
-        "sft": _policy_from_adapter(Path(out) / "sft", "sft", cfg),
+        "sft": policy_from_adapter(Path(out) / "sft", "sft", cfg),
         "trained": trained,
     }
     res = evaluate_policies(

@@ -225,10 +225,6 @@ class StepMetrics:
                 out[k] = v
         return out
 
-    def get(self, key: str, default: Any = None) -> Any:
-        """Dict-style read of one key (for callers written against the old dict; prefer attributes)."""
-        return self.to_dict().get(key, default)
-
 
 _LATE = frozenset({"time_step_s", "time_checkpoint_s", "checkpoint", "eval"})
 _NAMES = tuple(f.name for f in fields(StepMetrics) if f.name not in ("extra", "keys"))
