@@ -47,6 +47,14 @@ def main() -> None:
     ap.add_argument("--eval-samples", type=int, default=5)
     ap.add_argument("--arms", default=DEFAULT_ARMS)
     ap.add_argument("--sft-adapter", default=None, help="start every arm from this adapter")
+    ap.add_argument(
+        "--trained",
+        action="append",
+        default=[],
+        metavar="ARM=DIR",
+        help="an arm already trained elsewhere from the same SFT adapter (e.g. the demo's "
+        "judge+verifiable adapter): evaluated with the others, not retrained",
+    )
     ap.add_argument("--out", default="runs/bench-ablation")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--reuse", action="store_true", help="keep arms already trained in --out")
@@ -75,6 +83,9 @@ def main() -> None:
     train_minutes: list[float] = []
     trained: dict[str, str] = {}  # arm -> adapter dir
     history: dict[str, dict] = {}
+    for spec in args.trained:
+        arm, _, adapter = spec.partition("=")
+        trained[arm] = adapter
     for arm in arms:
         out = os.path.join(args.out, _slug(arm))
         done = os.path.join(out, "done.json")
