@@ -44,6 +44,14 @@ def main() -> None:
     ap.add_argument("--lr", type=float, default=None, help="override the demo learning rate")
     ap.add_argument("--judge", default=None, help="judge model (default: the demo's local/smollm2)")
     ap.add_argument("--sft-adapter", default=None, help="start from this adapter (skip the SFT)")
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="SECTION.KEY=VALUE",
+        help="override one key of the demo config (VALUE is JSON if it parses), e.g. "
+        'policy.temperature=0.7 or \'sft.env_kwargs={"difficulty": "hard"}\'',
+    )
     ap.add_argument("--minutes", type=float, default=55.0, help="stop training after this long")
     ap.add_argument("--out", default="runs/bench-learning")
     ap.add_argument("--seed", type=int, default=0)
@@ -56,7 +64,7 @@ def main() -> None:
     from rankgym.config import validate_config
     from rankgym.trainer.config import TrainConfig
     from rankgym.trainer.demo import demo_config
-    from rankgym.trainer.evaluate import AdapterOffPolicy, evaluate_policies
+    from rankgym.trainer.evaluate import AdapterOffPolicy, evaluate_policies, successes
     from rankgym.trainer.loop import Trainer
 
     shutil.rmtree(args.out, ignore_errors=True)
@@ -66,6 +74,8 @@ def main() -> None:
         raw["optim"]["lr"] = args.lr
     if args.judge:
         raw["judge"]["model"] = args.judge
+    for item in args.set:
+        _override(raw, item)
     cfg = validate_config(raw, TrainConfig)
     t0 = time.perf_counter()
     tr = Trainer(cfg, progress=False, echo=print, init_adapter=args.sft_adapter)
@@ -79,16 +89,20 @@ def main() -> None:
             temperature=cfg.eval.temperature, seed=cfg.seed, autocast=tr.bf16,
         )  # fmt: skip
         pol = AdapterOffPolicy(cur, name) if policy == "base" else cur
+        table: dict[str, list[int]] = {}
         res = evaluate_policies(
             tr.env, {name: pol}, split="test", n_tasks=args.eval_tasks,
             samples=args.eval_samples, seed=cfg.seed,
+            on_groups=lambda _n, groups: table.update(successes(groups, 1.0)),
         )  # fmt: skip
-        return res["policies"][name]
+        # per task: one 0/1 digit per seeded sample, e.g. "10110" (which tasks moved, and how)
+        per_task = {t.removeprefix("tooluse-"): "".join(map(str, v)) for t, v in table.items()}
+        return res["policies"][name] | {"per_task": per_task}
 
     base = evaluate("base", "base")
     print(f"base: {base['success']:.3f} {base['ci95']} n={base['n']}", flush=True)
     sft = evaluate("trained", "sft")
-    print(f"sft: {sft['success']:.3f} {sft['ci95']} n={sft['n']}", flush=True)
+    print(f"sft: {sft['success']:.3f} {sft['ci95']} n={sft['n']} {sft['per_task']}", flush=True)
     curve = [{"step": 0, **_pick(sft)}]
     more = None
     if args.arm == "sft-more":
@@ -117,7 +131,10 @@ def main() -> None:
         if (k + 1) % args.eval_every == 0 or k + 1 == cfg.steps:
             ev = evaluate("trained", f"step{k + 1}")
             curve.append({"step": k + 1, **_pick(ev)})
-            print(f"step {k + 1}: held-out {ev['success']:.3f} {ev['ci95']}", flush=True)
+            print(
+                f"step {k + 1}: held-out {ev['success']:.3f} {ev['ci95']} {ev['per_task']}",
+                flush=True,
+            )
     best = max(curve[1:], key=lambda c: c["success"]) if len(curve) > 1 else curve[0]
     out = {
         "settings": vars(args),
@@ -135,6 +152,20 @@ def main() -> None:
         "wall_min": round((time.perf_counter() - t0) / 60, 1),
     }
     print(json.dumps(out, indent=1))
+
+
+def _override(raw: dict, item: str) -> None:
+    key, sep, value = item.partition("=")
+    if not sep or "." not in key:
+        raise SystemExit(f"--set {item!r}: expected SECTION.KEY=VALUE")
+    *path, last = key.split(".")
+    node = raw
+    for part in path:
+        node = node.setdefault(part, {})
+    try:
+        node[last] = json.loads(value)
+    except ValueError:
+        node[last] = value
 
 
 def _pick(p: dict) -> dict:
