@@ -22,8 +22,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rankgym.cli import Command, UserError
+from rankgym.cli import Command
 from rankgym.envs.rollout_command import MAX_EPISODES, MAX_GROUP_SIZE, bounded
+from rankgym.errors import UserError
 
 __all__ = [
     "DEMO",
