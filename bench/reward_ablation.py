@@ -105,7 +105,9 @@ def main() -> None:
         set_torch_threads()
         t_arm = time.perf_counter()
         # force: the judge-only arm with a judge that cannot judge is the point of the ablation
-        tr = Trainer(cfg, progress=False, echo=print, init_adapter=sft_dir, force=True)
+        tr = Trainer(
+            cfg, progress=False, echo=print, init_adapter=sft_dir, force=True, adapt_threads=True
+        )
         tr.setup()
         if sft_dir is None:  # the first arm ran the [sft] stage: every later arm starts there
             sft_dir = str(tr.out / "sft")
