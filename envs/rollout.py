@@ -57,6 +57,7 @@ __all__ = [
     "rollout_groups",
     "rollout_to_store",
     "select_tasks",
+    "task_field",
     "summarize",
 ]
 
@@ -108,18 +109,28 @@ def _env_id_of(env: Env, fallback: str | None) -> str:
     return getattr(spec, "id", None) or getattr(env, "env_id", None) or type(env).__name__
 
 
+def task_field(task: Task, name: str) -> Any:
+    """``task.<name>`` (an extra field such as ToolUse's ``family``), else ``task.metadata[name]``."""
+    value = getattr(task, name, None)
+    return task.metadata.get(name) if value is None else value
+
+
 def select_tasks(
     tasks: Sequence[Task],
     task_ids: Sequence[str] | None = None,
     n_tasks: int | None = None,
     seed: int = 0,
     step: int = 0,
+    stratify: str | None = None,
 ) -> list[Task]:
     """The tasks of a rollout: ``task_ids`` in that order, or ``n_tasks`` drawn without repeats.
 
     The draw shuffles the whole split with a seed from ``(seed, step)`` and takes the first
-    ``n_tasks``, so asking for more tasks extends, not reshuffles, the selection. Raises
-    ValueError for unknown ids or more tasks than the split has.
+    ``n_tasks``, so asking for more tasks extends, not reshuffles, the selection. With
+    ``stratify`` (a task field, e.g. ``"family"``), the shuffled strata are interleaved round
+    robin (in an order also drawn per step), so each step's tasks cover the strata evenly.
+    Raises ValueError for unknown ids, more tasks than the split has, or a ``stratify`` field
+    that no task has.
     """
     if task_ids is not None:
         by_id = {t.id: t for t in tasks}
@@ -131,8 +142,22 @@ def select_tasks(
         return list(tasks)
     if not 1 <= n_tasks <= len(tasks):
         raise ValueError(f"asked for {n_tasks} tasks but the split has {len(tasks)}")
-    order = list(tasks)
-    random.Random(derive_seed("tasks", seed, step)).shuffle(order)
+    rng = random.Random(derive_seed("tasks", seed, step))
+    if not stratify:
+        order = list(tasks)
+        rng.shuffle(order)
+        return order[:n_tasks]
+    strata: dict[str, list[Task]] = {}
+    for t in tasks:
+        strata.setdefault(str(task_field(t, stratify)), []).append(t)
+    if list(strata) == ["None"]:
+        raise ValueError(f"stratify={stratify!r}: no task has that field (or metadata key)")
+    keys = sorted(strata)
+    for k in keys:
+        rng.shuffle(strata[k])
+    rng.shuffle(keys)
+    rounds = max(len(v) for v in strata.values())
+    order = [strata[k][i] for i in range(rounds) for k in keys if i < len(strata[k])]
     return order[:n_tasks]
 
 
@@ -156,6 +181,7 @@ def rollout_groups(
     max_concurrent: int | None = None,
     max_turns: int | None = None,
     skipped: list[str] | None = None,
+    stratify: str | None = None,
 ) -> list[Group]:
     """Roll out ``group_size`` episodes for each selected task; returns the Groups in task order.
 
@@ -166,14 +192,14 @@ def rollout_groups(
     ``max_turns`` stops an episode the env has not ended after that many assistant turns
     (``truncated``); by default the env's own ``max_turns`` applies, and an env that overruns
     it by two turns is stopped with an error. ``skipped``, if given, receives the ids of the
-    groups that were skipped.
+    groups that were skipped. ``stratify``: balance the drawn tasks over a task field.
     """
     if group_size < 1:
         raise ValueError(f"group_size must be >= 1, got {group_size}")
     factory, env_id = _env_factory(env)
     first = factory()
     env_id = _env_id_of(first, env_id)
-    tasks = select_tasks(first.tasks(split), task_ids, n_tasks, seed, step)
+    tasks = select_tasks(first.tasks(split), task_ids, n_tasks, seed, step, stratify)
     threshold_turns = max_turns or int(getattr(first, "max_turns", 10)) + 2
 
     plans: list[tuple[int, Task, str]] = []

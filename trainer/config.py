@@ -33,6 +33,9 @@ class EnvSection(_Section):
     """Trajectories per task (GRPO's N); at least 2, or there is nothing to compare."""
     max_turns: int | None = Field(None, ge=1)
     """Override the env's own turn limit."""
+    stratify: str | None = None
+    """Balance each step's tasks over this task field (e.g. ``"family"`` on ToolUse), so no
+    task type goes unseen for several steps; None = a plain seeded draw."""
 
 
 class PolicySection(_Section):

@@ -293,6 +293,7 @@ class Trainer:
             run_id=self.run_id,
             step=step,
             progress=self.progress,
+            stratify=cfg.env.stratify,
         )
         stale = {
             tu.policy

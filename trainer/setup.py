@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from rankgym.envs.policies import derive_seed
+from rankgym.envs.rollout import select_tasks
 from rankgym.errors import UserError
 from rankgym.judges.spec import spec_from_options
 from rankgym.model import enable_checkpointing, load_policy_model
@@ -79,7 +80,8 @@ def judge_spec(cfg: TrainConfig) -> JudgeSpec:
 
 def check_env(cfg: TrainConfig) -> tuple[Any, float, int]:
     """``(env factory, success threshold, max turns)``; a bad env id or kwargs, or a split with
-    fewer tasks than ``env.tasks_per_step`` (or none for ``[eval]``), is a ``UserError``."""
+    fewer tasks than ``env.tasks_per_step`` (or none for ``[eval]``), or an ``env.stratify``
+    field no task has, is a ``UserError``."""
     factory = make_env_factory(cfg.env.id, cfg.env.kwargs, cfg.env.max_turns)
     probe = factory()
     for key, split, need in (
@@ -97,6 +99,11 @@ def check_env(cfg: TrainConfig) -> tuple[Any, float, int]:
                 f"{key} = {need} but {cfg.env.id} has only {have} tasks in split "
                 f"{split!r}; lower it or change env.kwargs"
             )
+    if cfg.env.stratify:
+        try:
+            select_tasks(probe.tasks(cfg.env.split), n_tasks=1, stratify=cfg.env.stratify)
+        except ValueError as e:
+            raise UserError(f"env.{e}; use a field the tasks of {cfg.env.id} have") from None
     threshold = float(getattr(probe, "success_threshold", 1.0))
     return factory, threshold, int(cfg.env.max_turns or getattr(probe, "max_turns", 1))
 

@@ -331,3 +331,32 @@ def test_cli_embedded_rollout_writes_tokens_and_logprobs(capsys, store_path):
                 assert turn.prompt_token_ids and turn.policy == "embedded"
                 assert 1 <= len(turn.completion_token_ids) == len(turn.completion_logprobs) <= 12
     store.close()
+
+
+def test_select_tasks_stratify_balances_each_step_and_stays_seeded() -> None:
+    from collections import Counter
+
+    tasks = [Task(id=f"{f}-{i}", family=f) for f in "abc" for i in range(5 if f != "c" else 2)]
+    for step in range(6):
+        picked = select_tasks(tasks, n_tasks=6, step=step, stratify="family")
+        counts = Counter(t.family for t in picked)  # type: ignore[attr-defined]
+        assert counts == {"a": 2, "b": 2, "c": 2}, counts
+        assert len({t.id for t in picked}) == 6
+        assert picked == select_tasks(tasks, n_tasks=6, step=step, stratify="family")
+    # past the smallest stratum the others keep alternating; the whole split is reachable
+    every = select_tasks(tasks, n_tasks=len(tasks), step=1, stratify="family")
+    assert sorted(t.id for t in every) == sorted(t.id for t in tasks)
+    # metadata works like a field; a field no task has is an error that names it
+    meta = [Task(id=str(i), metadata={"kind": i % 2}) for i in range(6)]
+    kinds = [t.metadata["kind"] for t in select_tasks(meta, n_tasks=4, stratify="kind")]
+    assert sorted(kinds) == [0, 0, 1, 1]
+    with pytest.raises(ValueError, match="stratify='nope'"):
+        select_tasks(tasks, n_tasks=2, stratify="nope")
+    # without stratify the draw is unchanged (the historic seeded shuffle)
+    import random
+
+    from rankgym.envs.policies.base import derive_seed
+
+    order = list(tasks)
+    random.Random(derive_seed("tasks", 0, 3)).shuffle(order)
+    assert select_tasks(tasks, n_tasks=5, step=3) == order[:5]

@@ -151,6 +151,10 @@ def test_a_bad_env_id_fails_before_writing_and_a_failed_start_leaves_the_dir_reu
     with pytest.raises(UserError, match="tasks_per_step"):
         Trainer(too_many, progress=False).setup()
     assert not (tmp_path / "run").exists()
+    no_field = validate_config({**cfg, "env": {**cfg["env"], "stratify": "colour"}}, TrainConfig)
+    with pytest.raises(UserError, match="env.stratify='colour'"):
+        Trainer(no_field, progress=False).setup()
+    assert not (tmp_path / "run").exists()
     # a start that died after run.json (no step done) does not block the next start
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / "run.json").write_text(json.dumps({"run_id": "old", "config": {}}))
