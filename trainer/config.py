@@ -49,6 +49,7 @@ class PolicySection(_Section):
     device: str = "cpu"
     max_new_tokens: int = Field(64, ge=1, le=32768)
     temperature: float = Field(1.0, ge=0.0)
+    """Rollout sampling temperature; the GRPO update divides the logits by it too (as TRL)."""
     top_p: float = Field(1.0, gt=0.0, le=1.0)
 
 

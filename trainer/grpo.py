@@ -65,6 +65,10 @@ class UpdateSettings:
     max_grad_norm: float = 1.0
     bf16: bool = False
     """bf16 autocast for the forward/backward (weights and optimizer stay fp32)."""
+    temperature: float = 1.0
+    """The rollout's sampling temperature: logits are divided by it before the log-softmax, so
+    the update differentiates the distribution the tokens were drawn from (as TRL does).
+    Greedy sampling (0) counts as 1."""
 
 
 @dataclass
@@ -170,8 +174,11 @@ def collate(
     )
 
 
-def token_logprobs(model: Any, mb: MicroBatch) -> torch.Tensor:
-    """Log-probs (R, K) of the last K tokens of each row; logits only computed for those."""
+def token_logprobs(model: Any, mb: MicroBatch, temperature: float = 1.0) -> torch.Tensor:
+    """Log-probs (R, K) of the last K tokens of each row; logits only computed for those.
+
+    ``temperature`` (> 0) divides the logits first: the log-probs of a sampler at that
+    temperature."""
     K = mb.loss_mask.shape[1]
     out = model(
         input_ids=mb.input_ids,
@@ -184,7 +191,7 @@ def token_logprobs(model: Any, mb: MicroBatch) -> torch.Tensor:
     targets = mb.input_ids[:, -K:]
     rows = []
     for lg, tg in zip(logits, targets, strict=True):  # row by row: a float copy of one row only
-        lg = lg.float()
+        lg = lg.float() if temperature in (0.0, 1.0) else lg.float() / temperature
         rows.append(lg.gather(-1, tg.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(lg, -1))
     return torch.stack(rows)
 
@@ -308,17 +315,17 @@ def grpo_update(
     old, ref = [None] * len(mbs), [None] * len(mbs)
     with torch.no_grad(), amp:  # in eval mode: no dropout in the reference numbers
         if s.num_iterations > 1:
-            old = [token_logprobs(model, mb) for mb in mbs]
+            old = [token_logprobs(model, mb, s.temperature) for mb in mbs]
         if s.loss.beta != 0.0:
             with model.disable_adapter():
-                ref = [token_logprobs(model, mb) for mb in mbs]
+                ref = [token_logprobs(model, mb, s.temperature) for mb in mbs]
     model.train()
     clip_n = clip_d = kl_sum = loss_sum = 0.0
     for _ in range(s.num_iterations):
         loss_sum = 0.0
         for i, mb in enumerate(mbs):
             with amp:
-                logp = token_logprobs(model, mb)
+                logp = token_logprobs(model, mb, s.temperature)
             old_i = logp.detach() if old[i] is None else old[i]
             loss, ms = grpo_loss(logp, old_i, mb, s.loss, n_traj, n_tok, ref[i])
             loss.backward()

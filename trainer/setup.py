@@ -171,4 +171,5 @@ def update_settings(cfg: TrainConfig, max_turns: int, bf16: bool) -> UpdateSetti
         num_iterations=cfg.optim.num_iterations,
         max_grad_norm=cfg.optim.max_grad_norm,
         bf16=bf16,
+        temperature=cfg.policy.temperature or 1.0,
     )

@@ -139,3 +139,25 @@ def test_gradient_checkpointing_gives_the_same_step():
         results.append({k: v.clone() for k, v in model.state_dict().items() if "lora_B" in k})
     for k in results[0]:
         torch.testing.assert_close(results[0][k], results[1][k], rtol=1e-4, atol=1e-6)
+
+
+def test_logprobs_are_those_of_the_sampling_temperature():
+    model, tok = _peft()
+    mb = collate([_samples()[2]], tok.pad_token_id)
+    K = mb.loss_mask.shape[1]
+    with torch.no_grad():
+        logits = model(input_ids=mb.input_ids, attention_mask=mb.attention_mask).logits.float()
+        targets = mb.input_ids[:, -K:].unsqueeze(-1)
+        for t in (1.0, 0.7, 1.3):
+            want = torch.log_softmax(logits[:, -K - 1 : -1] / t, -1).gather(-1, targets)[..., 0]
+            got = token_logprobs(model, mb, t)
+            assert torch.allclose(got, want, atol=1e-5), t
+        assert torch.equal(token_logprobs(model, mb, 0.0), token_logprobs(model, mb))
+    # the trainer passes the rollout temperature through (greedy counts as 1)
+    from rankgym.config import validate_config
+    from rankgym.trainer.config import TrainConfig
+    from rankgym.trainer.setup import update_settings
+
+    for sampled, used in ((0.7, 0.7), (0.0, 1.0), (1.0, 1.0)):
+        cfg = validate_config({"policy": {"temperature": sampled}}, TrainConfig)
+        assert update_settings(cfg, 2, False).temperature == used
