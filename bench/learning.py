@@ -36,7 +36,7 @@ def main() -> None:
     ap.add_argument("--eval-tasks", type=int, default=18)
     ap.add_argument("--eval-samples", type=int, default=5)
     ap.add_argument("--arm", default="grpo", choices=["grpo", "sft-more"])
-    ap.add_argument("--sft-steps", type=int, default=24, help="the warm start (as the demo)")
+    ap.add_argument("--sft-steps", type=int, default=16, help="the warm start (as the demo)")
     ap.add_argument("--sft-per-step", type=int, default=3, help="sft-more: SFT batches per step")
     ap.add_argument(
         "--reward", default="judge+verifiable", choices=["judge", "verifiable", "judge+verifiable"]

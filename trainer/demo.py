@@ -1,11 +1,13 @@
 """``rankgym demo``: the main job on the embedded model, CPU only, no network.
 
-1. **SFT warm start** (``[sft]``): LoRA on the env's oracle episodes of the train split of the
-   ToolUse ``lookup``, ``units`` and ``dates`` families (all levels), rendered exactly as the
-   policy sees them at rollout. SmolLM2-135M writes no tool call zero-shot; after this it does.
-2. **GRPO** from that adapter on the *hard* (multi-step) tasks of the same families, whose
-   answers the model cannot know or guess without its tools, judged by the embedded judge
-   (``local/smollm2``) and rewarded ``judge+verifiable`` by default.
+1. **SFT warm start** (``[sft]``): a short LoRA fine-tune (16 steps of 8) on the env's oracle
+   episodes of the train split of the *hard* (multi-step) ToolUse ``lookup``, ``units`` and
+   ``dates`` tasks, rendered exactly as the policy sees them at rollout. SmolLM2-135M writes no
+   tool call zero-shot; after this it calls tools and chains them, but unreliably.
+2. **GRPO** from that adapter on the same hard tasks (train split), whose answers the model
+   cannot know or guess without its tools: each step one task per family (``stratify``), 6
+   episodes each at the evaluation's temperature, judged by the embedded judge
+   (``local/smollm2``) and rewarded ``judge+verifiable`` by default (verifier weight 0.8).
 3. **Held-out evaluation** on the test split of those hard tasks: base model, SFT-only adapter
    and SFT+GRPO adapter on the same seeded episodes, success rates with Wilson intervals,
    paired bootstrap differences, and how the trained policy used its tools.
@@ -29,6 +31,7 @@ from rankgym.errors import UserError
 __all__ = [
     "DEMO",
     "DEMO_FAMILIES",
+    "DEFAULT_SFT_STEPS",
     "DEFAULT_STEPS",
     "demo_config",
     "demo_summary",
@@ -36,13 +39,14 @@ __all__ = [
 ]
 
 DEMO_FAMILIES = ["lookup", "units", "dates"]
-SFT_ENV_KWARGS: dict[str, Any] = {"families": DEMO_FAMILIES}
 GRPO_ENV_KWARGS: dict[str, Any] = {"difficulty": "hard", "families": DEMO_FAMILIES}
+SFT_ENV_KWARGS: dict[str, Any] = GRPO_ENV_KWARGS  # a short SFT on the hard tasks leaves spread
 DEFAULT_STEPS = 4
+DEFAULT_SFT_STEPS = 16
 
 
 def demo_config(
-    out_dir: str, steps: int, reward: str, seed: int, sft_steps: int = 24
+    out_dir: str, steps: int, reward: str, seed: int, sft_steps: int = DEFAULT_SFT_STEPS
 ) -> dict[str, Any]:
     """The demo's training config: SFT warm start, then GRPO on hard multi-step ToolUse tasks."""
     return {
@@ -55,12 +59,13 @@ def demo_config(
             "kwargs": GRPO_ENV_KWARGS,
             "tasks_per_step": 3,
             "group_size": 6,
-            "max_turns": 5,
+            "max_turns": 4,
+            "stratify": "family",  # one task per family each step: no family forgotten
         },
-        "policy": {"model": "embedded", "max_new_tokens": 64, "temperature": 1.0},
+        "policy": {"model": "embedded", "max_new_tokens": 64, "temperature": 0.7},
         "lora": {"r": 16, "alpha": 32},
         "judge": {"model": "local/smollm2"},
-        "reward": {"kind": reward, "verifiable_weight": 0.5, "scale_rewards": "batch"},
+        "reward": {"kind": reward, "verifiable_weight": 0.8, "scale_rewards": "batch"},
         "loss": {"type": "dapo"},
         "optim": {"lr": 1e-4, "micro_batch_size": 2},  # 6 rows of ~900 tokens: 11 GB RSS
         "sft": {
@@ -82,7 +87,7 @@ def _demo_arguments(p: argparse.ArgumentParser) -> None:
         default=DEFAULT_STEPS,
         help=f"GRPO steps (default: {DEFAULT_STEPS})",
     )
-    p.add_argument("--sft-steps", type=bounded(100_000), default=24, help="SFT steps of 8 demonstrations (default: 24)")  # fmt: skip
+    p.add_argument("--sft-steps", type=bounded(100_000), default=DEFAULT_SFT_STEPS, help=f"SFT steps of 8 demonstrations (default: {DEFAULT_SFT_STEPS})")  # fmt: skip
     p.add_argument(
         "--reward",
         default="judge+verifiable",
