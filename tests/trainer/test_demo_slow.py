@@ -51,3 +51,5 @@ def test_demo_one_step_json(tmp_path: Path, capsys):
     # GRPO rolled out hard multi-step tasks with the warm-started policy
     groups = [store.get_group(g) for g in store.group_ids(run_id=s["run_id"])]
     assert groups and all("-hard-" in g.task_id for g in groups)
+    # stratified by family: the step's three tasks are one lookup, one units, one dates task
+    assert sorted(g.task_id.split("-")[1] for g in groups) == ["dates", "lookup", "units"]
