@@ -57,7 +57,6 @@ __all__ = [
     "rollout_groups",
     "rollout_to_store",
     "select_tasks",
-    "task_field",
     "summarize",
 ]
 
@@ -109,7 +108,7 @@ def _env_id_of(env: Env, fallback: str | None) -> str:
     return getattr(spec, "id", None) or getattr(env, "env_id", None) or type(env).__name__
 
 
-def task_field(task: Task, name: str) -> Any:
+def _task_field(task: Task, name: str) -> Any:
     """``task.<name>`` (an extra field such as ToolUse's ``family``), else ``task.metadata[name]``."""
     value = getattr(task, name, None)
     return task.metadata.get(name) if value is None else value
@@ -149,7 +148,7 @@ def select_tasks(
         return order[:n_tasks]
     strata: dict[str, list[Task]] = {}
     for t in tasks:
-        strata.setdefault(str(task_field(t, stratify)), []).append(t)
+        strata.setdefault(str(_task_field(t, stratify)), []).append(t)
     if list(strata) == ["None"]:
         raise ValueError(f"stratify={stratify!r}: no task has that field (or metadata key)")
     keys = sorted(strata)
