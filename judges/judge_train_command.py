@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import os
 import random
 import shutil
@@ -66,19 +67,42 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fresh", action="store_true", help="ignore samples and checkpoints already in --out")  # fmt: skip
 
 
+# Every numeric flag: (lowest, highest, lowest is allowed). NaN and inf fail every range.
+FLAG_RANGES: dict[str, tuple[float, float, bool]] = {
+    "heldout_fraction": (0.0, 0.99, False),
+    "min_gap": (0.0, 1.0, False),
+    "max_per_task": (1, 100_000, True),
+    "max_train_pairs": (1, 1_000_000, True),
+    "max_heldout_pairs": (1, 1_000_000, True),
+    "samples": (1, 64, True),
+    "reason_tokens": (0, 1024, True),
+    "epochs": (1, 1000, True),
+    "lr": (0.0, 1.0, False),
+    "max_train_seconds": (0.0, 1e7, False),
+    "batch_size": (1, 1024, True),
+    "gamma": (0.0, 100.0, True),
+    "lambda_sft": (0.0, 100.0, True),
+    "lambda_margin": (0.0, 100.0, True),
+    "lora_r": (1, 1024, True),
+    "lora_layers": (0, 10_000, True),
+    "max_line_chars": (1, 100_000, True),
+    "max_context_tokens": (1, 1_000_000, True),
+    "seed": (0, 2**63 - 1, True),
+}
+
+
 def _check(args: argparse.Namespace) -> None:
-    for name in (
-        "samples",
-        "epochs",
-        "batch_size",
-        "lora_r",
-        "max_line_chars",
-        "max_context_tokens",
-    ):
-        if getattr(args, name) < 1:
-            raise UserError(f"--{name.replace('_', '-')} must be at least 1")
-    if not 0.0 < args.heldout_fraction < 1.0:
-        raise UserError("--heldout-fraction must be between 0 and 1 (exclusive)")
+    for name, (low, high, closed) in FLAG_RANGES.items():
+        value = getattr(args, name, None)
+        if value is None:
+            continue
+        inside = (low <= value if closed else low < value) and value <= high  # False for nan
+        if not (math.isfinite(value) and inside):
+            bracket = "[" if closed else "("
+            raise UserError(
+                f"--{name.replace('_', '-')} must be a finite number in {bracket}{low:g}, "
+                f"{high:g}] (got {value})"
+            )
     for s in args.store:
         if not Path(s).is_file():
             raise UserError(f"store {s!r} does not exist; create one with `rankgym rollout --store {s} ...`")  # fmt: skip

@@ -78,9 +78,9 @@ class Deployment(BaseModel):
     api_base: str | None = None
     api_key_env: str | None = None
     """Environment variable holding this deployment's API key (keys never go in the file)."""
-    rpm: int | None = Field(None, ge=1)
-    tpm: int | None = Field(None, ge=1)
-    timeout_s: float | None = Field(None, gt=0)
+    rpm: int | None = Field(None, ge=1, le=10_000_000)
+    tpm: int | None = Field(None, ge=1, le=10_000_000_000)
+    timeout_s: float | None = Field(None, gt=0, le=86_400)
     params: dict[str, Any] = Field(default_factory=dict)
     """More ``litellm_params`` for this deployment (e.g. ``api_version``)."""
 
@@ -109,14 +109,14 @@ class RouterConfig(BaseModel):
     deployments: list[Deployment] = Field(min_length=1)
     fallbacks: dict[str, list[str]] = Field(default_factory=dict)
     """Model group -> groups to try, in order, when it fails after its own retries."""
-    retry_budget_min: float = Field(10.0, gt=0)
+    retry_budget_min: float = Field(10.0, gt=0, le=10_080)
     """Minutes a call may keep waiting on rate limits and outages before it gives up."""
-    max_backoff_s: float = Field(60.0, gt=0)
+    max_backoff_s: float = Field(60.0, gt=0, le=3600)
     """Longest wait between attempts when the provider sends no Retry-After."""
     routing_strategy: Literal[
         "simple-shuffle", "least-busy", "usage-based-routing-v2", "latency-based-routing"
     ] = "simple-shuffle"
-    cooldown_s: float | None = Field(None, ge=0)
+    cooldown_s: float | None = Field(None, ge=0, le=86_400)
     """How long a failing deployment is skipped (LiteLLM's default when unset)."""
 
     @model_validator(mode="after")

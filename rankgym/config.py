@@ -7,6 +7,7 @@ naming the file, the dotted key, what was wrong and, for enumerations, the allow
 
 from __future__ import annotations
 
+import math
 import tomllib
 import typing
 from pathlib import Path
@@ -47,8 +48,39 @@ def _short(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def non_finite_key(data: Any) -> str | None:
+    """Dotted key of the first ``inf``/``nan`` number anywhere in ``data``, or None.
+
+    TOML spells ``inf`` and ``nan``; no rankgym setting means anything with them (an
+    ``lr = inf`` trained an all-NaN adapter without a word), so they are refused everywhere,
+    env kwargs included, before the model sees the data. Iterative: deep nesting is fine.
+    """
+    stack: list[tuple[str, Any]] = [("", data)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            return path or "(top level)"
+        if isinstance(value, dict):
+            items: Any = value.items()
+        elif isinstance(value, (list, tuple)):
+            items = enumerate(value)
+        else:
+            continue
+        stack.extend((f"{path}.{k}" if path else str(k), v) for k, v in reversed(list(items)))
+    return None
+
+
 def validate_config(data: dict[str, Any], model: type[M], source: str = "config") -> M:
-    """Validate a dict against ``model``; raise :class:`ConfigError` with readable messages."""
+    """Validate a dict against ``model``; raise :class:`ConfigError` with readable messages.
+
+    Any ``inf``/``nan`` number in ``data`` is refused first, naming its key.
+    """
+    bad = non_finite_key(data)
+    if bad is not None:
+        raise ConfigError(
+            f"{source}: bad value for '{bad}': numbers must be finite (got inf or nan); "
+            "give a finite number or leave the key out"
+        )
     try:
         return model.model_validate(data)
     except ValidationError as e:

@@ -63,8 +63,8 @@ class VLLMSection(BaseModel):
     served_name: str = "base"
     python: str | None = None
     """Interpreter with vLLM for the managed server (default: see ``vllm_server.vllm_python``)."""
-    start_timeout_s: float = Field(600.0, gt=0)
-    concurrency: int = Field(64, ge=1)
+    start_timeout_s: float = Field(600.0, gt=0, le=86_400)
+    concurrency: int = Field(64, ge=1, le=4096)
     """Requests in flight at once (the server batches them)."""
     verify: bool = True
     """Probe every published adapter (see the module docstring); off only for debugging."""

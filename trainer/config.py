@@ -1,7 +1,10 @@
 """`rankgym train` configuration: one TOML file validated into :class:`TrainConfig`.
 
 Unknown keys are errors (``extra="forbid"``) and every error names the key (see
-``rankgym.config.load_config``). Relative paths in the file are resolved against the current
+``rankgym.config.load_config``). Every number is finite (``inf``/``nan`` are refused anywhere
+in the file, by ``rankgym.config.validate_config``, and by ``allow_inf_nan=False`` on every
+section) and lies in the range its ``Field`` states; ``tests/trainer/test_config_numbers.py``
+fails for a numeric field without both bounds. Relative paths in the file are resolved against the current
 directory, not the config file's. Defaults are the CPU demo settings; samples/configs/ has a CPU
 and a GPU file per built-in env.
 """
@@ -9,7 +12,7 @@ and a GPU file per built-in env.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -19,7 +22,10 @@ from rankgym.trainer.adapter_sync import VLLMSection
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+_Beta = Annotated[float, Field(ge=0.0, lt=1.0)]
 
 
 class EnvSection(_Section):
@@ -31,7 +37,7 @@ class EnvSection(_Section):
     tasks_per_step: int = Field(4, ge=1, le=100_000)
     group_size: int = Field(4, ge=2, le=1024)
     """Trajectories per task (GRPO's N); at least 2, or there is nothing to compare."""
-    max_turns: int | None = Field(None, ge=1)
+    max_turns: int | None = Field(None, ge=1, le=1000)
     """Override the env's own turn limit."""
     stratify: str | None = None
     """Balance each step's tasks over this task field (e.g. ``"family"`` on ToolUse), so no
@@ -48,14 +54,15 @@ class PolicySection(_Section):
     without casting every weight on every call (measured 2-10x faster generation on CPU)."""
     device: str = "cpu"
     max_new_tokens: int = Field(64, ge=1, le=32768)
-    temperature: float = Field(1.0, ge=0.0)
+    temperature: float = Field(1.0, ge=0.0, le=10.0)
     """Rollout sampling temperature; the GRPO update divides the logits by it too (as TRL)."""
     top_p: float = Field(1.0, gt=0.0, le=1.0)
 
 
 class LoraSection(_Section):
-    r: int = Field(16, ge=1)
-    alpha: int = Field(32, ge=1)
+    r: int = Field(16, ge=1, le=1024)
+    """LoRA rank; above 1024 the adapter outweighs a small model (``r = 1000000`` was OOM-killed)."""
+    alpha: int = Field(32, ge=1, le=100_000)
     dropout: float = Field(0.0, ge=0.0, lt=1.0)
     target_modules: list[str] = Field(
         default_factory=lambda: [
@@ -99,24 +106,25 @@ class RewardSection(_Section):
 
 class LossSection(_Section):
     type: Literal["grpo", "dr_grpo", "dapo"] = "dapo"
-    epsilon: float = Field(0.2, gt=0.0)
-    epsilon_high: float | None = Field(None, gt=0.0)
+    epsilon: float = Field(0.2, gt=0.0, le=10.0)
+    epsilon_high: float | None = Field(None, gt=0.0, le=10.0)
     importance_sampling_level: Literal["token", "sequence"] = "token"
-    beta: float = Field(0.0, ge=0.0)
+    beta: float = Field(0.0, ge=0.0, le=100.0)
     """KL coefficient to the base model (adapter disabled); 0 skips the reference pass."""
-    max_completion_length: int | None = Field(None, ge=1)
+    max_completion_length: int | None = Field(None, ge=1, le=10_000_000)
     """dr_grpo normaliser; default ``policy.max_new_tokens * max_turns``."""
 
 
 class OptimSection(_Section):
-    lr: float = Field(2e-5, gt=0.0)
-    weight_decay: float = Field(0.0, ge=0.0)
-    betas: tuple[float, float] = (0.9, 0.99)
-    warmup_steps: int = Field(0, ge=0)
-    max_grad_norm: float = Field(1.0, gt=0.0)
+    lr: float = Field(2e-5, gt=0.0, le=1.0)
+    weight_decay: float = Field(0.0, ge=0.0, le=10.0)
+    betas: tuple[_Beta, _Beta] = (0.9, 0.99)
+    """Adam's betas, each in [0, 1)."""
+    warmup_steps: int = Field(0, ge=0, le=1_000_000)
+    max_grad_norm: float = Field(1.0, gt=0.0, le=1e6)
     micro_batch_size: int = Field(4, ge=1, le=4096)
     """Trajectories per forward/backward; gradients accumulate over the whole step."""
-    num_iterations: int = Field(1, ge=1)
+    num_iterations: int = Field(1, ge=1, le=64)
     """Optimizer steps per batch of rollouts (TRL's mu)."""
     bf16: Literal["auto", "on", "off"] = "auto"
     """bf16 autocast: ``auto`` = on where the processor has native bf16 (CUDA, AVX512-BF16, AMX)."""
@@ -128,8 +136,8 @@ class EvalSection(_Section):
     tasks: int = Field(30, ge=1, le=100_000)
     samples: int = Field(2, ge=1, le=1024)
     """Samples per task (seeded, paired between base and adapter)."""
-    temperature: float = Field(0.7, ge=0.0)
-    every: int = Field(0, ge=0)
+    temperature: float = Field(0.7, ge=0.0, le=10.0)
+    every: int = Field(0, ge=0, le=1_000_000)
     """Evaluate held-out success every N steps during training (0 = only at the end if enabled)."""
     at_end: bool = False
 
@@ -153,8 +161,8 @@ class SFTSection(_Section):
     """For ``oracle``: how many train tasks to demonstrate (default: all of them)."""
     steps: int = Field(60, ge=1, le=1_000_000)
     batch_size: int = Field(8, ge=1, le=1024)
-    lr: float = Field(4e-4, gt=0.0)
-    max_minutes: float | None = Field(None, gt=0.0)
+    lr: float = Field(4e-4, gt=0.0, le=1.0)
+    max_minutes: float | None = Field(None, gt=0.0, le=10_080.0)
     """Stop SFT after this many minutes even if ``steps`` are not done."""
 
     @model_validator(mode="after")
@@ -166,13 +174,13 @@ class SFTSection(_Section):
 
 class TrainConfig(_Section):
     name: str | None = None
-    seed: int = 0
+    seed: int = Field(0, ge=0, le=2**63 - 1)
     steps: int = Field(8, ge=1, le=1_000_000)
-    out_dir: str = "runs/train"
+    out_dir: str = Field("runs/train", min_length=1)
     """Checkpoints, the final adapter and ``run.json`` go here."""
-    store: str | None = None
+    store: str | None = Field(None, min_length=1)
     """SQLite store path; default ``<out_dir>/store.db``."""
-    keep_checkpoints: int = Field(2, ge=1)
+    keep_checkpoints: int = Field(2, ge=1, le=1000)
     env: EnvSection = Field(default_factory=EnvSection)
     policy: PolicySection = Field(default_factory=PolicySection)
     lora: LoraSection = Field(default_factory=LoraSection)

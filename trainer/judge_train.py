@@ -45,8 +45,10 @@ from tqdm.auto import tqdm
 
 from rankgym.judges.pair_judge import choice_ids, decision_logprobs
 from rankgym.trainer.config import LoraSection
+from rankgym.trainer.finite import check_update
 
 META_FILE = "judge_train.json"
+_HINT = "lower --lr, check --gamma/--lambda-sft/--lambda-margin"
 
 
 @dataclass
@@ -368,8 +370,10 @@ def train_judge(
         loss = cfg.lambda_sft * parts["sft"] + cfg.lambda_margin * parts["margin"]
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        norm = float(torch.nn.utils.clip_grad_norm_(params, 1.0))
+        check_update("judge-train", step + 1, loss=float(loss.detach()), grad_norm=norm, hint=_HINT)  # fmt: skip
         optimizer.step()
+        check_update("judge-train", step + 1, params=params, hint=_HINT)
         row = {"step": step + 1, "epoch": epoch}
         row.update({k2: float(v.detach()) for k2, v in parts.items()})
         state["log"].append(row)

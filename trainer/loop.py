@@ -49,6 +49,7 @@ from rankgym.trainer import checkpoint as ckpt
 from rankgym.trainer.config import TrainConfig
 from rankgym.trainer.distributed import from_env as dist_from_env
 from rankgym.trainer.distributed import rank_config
+from rankgym.trainer.finite import check_update
 from rankgym.trainer.grpo import Sample, group_advantages, grpo_update, trajectory_rows
 from rankgym.trainer.preflight import judge_preflight
 from rankgym.trainer.rewards import (
@@ -324,6 +325,7 @@ class Trainer:
                 self.store,
                 permutations=cfg.judge.permutations,
                 concurrency=cfg.judge.concurrency,
+                tools={g.id: g.tools for g in groups if g.tools},  # the env's tools
             )
             judge_summary = summarize(js, self.spec.spec_hash)
             timing["judge_s"] = time.perf_counter() - t1
@@ -370,6 +372,14 @@ class Trainer:
             scheduler=self.scheduler,
             shard=(self.dist.rank, self.dist.world),
             sync_grads=self.dist.sum_grads if self.dist.enabled else None,
+        )
+        check_update(
+            "train",
+            step + 1,
+            loss=st.loss,
+            grad_norm=st.grad_norm,
+            params=(p for p in self.model.parameters() if p.requires_grad),
+            hint="lower [optim] lr / [loss] epsilon, beta or check the rewards",
         )
         metrics = step_metrics(
             policy=self.policy_name(step),

@@ -48,6 +48,7 @@ from rankgym.envs.policies import TransformersPolicy
 from rankgym.errors import UserError
 from rankgym.store import Store
 from rankgym.trainer.config import TrainConfig
+from rankgym.trainer.finite import check_update
 from rankgym.trainer.grpo import Sample, collate, token_logprobs, trajectory_rows
 from rankgym.trainer.setup import make_env_factory
 
@@ -63,6 +64,7 @@ __all__ = [
 ]
 
 Rows = list[tuple[list[int], list[int]]]
+_HINT = "lower [sft] lr or check the demonstrations"
 
 
 @dataclass
@@ -283,11 +285,13 @@ def sft_train(
             mask = mb.loss_mask
             loss = -(logp * mask).sum() / mask.sum().clamp(min=1)
             loss.backward()
-            torch.nn.utils.clip_grad_norm_(params, 1.0)
+            norm = float(torch.nn.utils.clip_grad_norm_(params, 1.0))
+            value = float(loss.detach())
+            check_update("sft", step + 1, loss=value, grad_norm=norm, hint=_HINT)
             opt.step()
             sched.step()
             opt.zero_grad(set_to_none=True)
-            value = float(loss.detach())
+            check_update("sft", step + 1, params=params, hint=_HINT)
             st.losses.append(value)
             st.loss_first = value if st.loss_first is None else st.loss_first
             st.loss_last = value
