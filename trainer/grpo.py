@@ -40,6 +40,8 @@ from typing import Any, Literal
 
 import torch
 
+from rankgym.trainer.logprobs import CHUNK, masked_logprobs
+
 ScaleRewards = Literal["group", "batch", "none"]
 LossType = Literal["grpo", "dr_grpo", "dapo"]
 ISLevel = Literal["token", "sequence"]
@@ -174,26 +176,19 @@ def collate(
     )
 
 
-def token_logprobs(model: Any, mb: MicroBatch, temperature: float = 1.0) -> torch.Tensor:
-    """Log-probs (R, K) of the last K tokens of each row; logits only computed for those.
+def token_logprobs(
+    model: Any, mb: MicroBatch, temperature: float = 1.0, chunk: int = CHUNK
+) -> torch.Tensor:
+    """Log-probs (R, K) of the last K tokens of each row where ``mb.loss_mask`` is set, 0 at the
+    other places (context tokens: no lm_head work, no gradient).
 
+    The decoder runs once; lm_head + log-softmax run on ``chunk`` loss positions at a time and
+    are recomputed in backward (``trainer/logprobs.py``), so no full-vocabulary logits are kept.
     ``temperature`` (> 0) divides the logits first: the log-probs of a sampler at that
     temperature."""
-    K = mb.loss_mask.shape[1]
-    out = model(
-        input_ids=mb.input_ids,
-        attention_mask=mb.attention_mask,
-        position_ids=mb.position_ids,
-        use_cache=False,
-        logits_to_keep=K + 1,
+    return masked_logprobs(
+        model, mb.input_ids, mb.attention_mask, mb.position_ids, mb.loss_mask, temperature, chunk
     )
-    logits = out.logits[:, :-1]
-    targets = mb.input_ids[:, -K:]
-    rows = []
-    for lg, tg in zip(logits, targets, strict=True):  # row by row: a float copy of one row only
-        lg = lg.float() if temperature in (0.0, 1.0) else lg.float() / temperature
-        rows.append(lg.gather(-1, tg.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(lg, -1))
-    return torch.stack(rows)
 
 
 def per_traj_sum(x: torch.Tensor, row_traj: torch.Tensor, n: int) -> torch.Tensor:

@@ -17,6 +17,7 @@ from rankgym.trainer.grpo import (
     grpo_update,
     token_logprobs,
 )
+from rankgym.trainer.logprobs import split_lm
 
 
 def _peft(seed: int = 0):
@@ -82,17 +83,18 @@ def test_zero_advantage_everywhere_is_no_step():
 
 
 def test_masked_positions_get_zero_gradient():
-    """Tool/user tokens between two assistant turns: zero gradient on their logits."""
+    """Tool/user tokens between two assistant turns: no gradient reaches the positions that
+    predict them (final hidden state at p predicts token p + 1)."""
     model, tok = _peft()
     ids, mask = [5, 6, 7, 8, 9, 10, 11, 12], [0, 0, 0, 1, 1, 0, 0, 1]
     sample = Sample([(ids, mask)], 1.0)
     captured = {}
 
     def keep(_mod, _inp, out):
-        out.retain_grad()
-        captured["logits"] = out
+        out.last_hidden_state.retain_grad()
+        captured["hidden"] = out.last_hidden_state
 
-    hook = model.get_output_embeddings().register_forward_hook(keep)
+    hook = split_lm(model)[0].register_forward_hook(keep)
     try:
         mb = collate([sample], tok.pad_token_id)
         logp = token_logprobs(model, mb)
@@ -100,11 +102,11 @@ def test_masked_positions_get_zero_gradient():
         loss.backward()
     finally:
         hook.remove()
-    # logits row j predicts token (first completion position + j); the last row predicts nothing
-    per_target = captured["logits"].grad[0, :-1].abs().sum(-1)
-    m = torch.tensor(mask[3:])
+    per_target = captured["hidden"].grad[0, :-1].abs().sum(-1)  # row p predicts token p + 1
+    m = torch.tensor(mask[1:])
     assert torch.all(per_target[m == 0] == 0)
     assert torch.all(per_target[m == 1] > 0)
+    assert float(captured["hidden"].grad[0, -1].abs().sum()) == 0.0
 
 
 def test_kl_to_adapter_off_reference_and_multiple_iterations():

@@ -15,6 +15,7 @@ from trainer_helpers import tiny_model
 from rankgym.envs.policies import TransformersPolicy
 from rankgym.envs.registry import make
 from rankgym.trainer.grpo import LossSettings, Sample, UpdateSettings, grpo_update, trajectory_rows
+from rankgym.trainer.logprobs import split_lm
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -46,11 +47,11 @@ def test_one_real_step_trains_assistant_tokens_and_not_prompt_or_tool_output_tok
     peft_model = get_peft_model(model, lora)
     captured: dict[str, torch.Tensor] = {}
 
-    def keep_logits(_module, _inp, out):
-        out.retain_grad()
-        captured["logits"] = out
+    def keep_hidden(_module, _inp, out):  # final hidden states: position p predicts token p + 1
+        out.last_hidden_state.retain_grad()
+        captured["hidden"] = out.last_hidden_state
 
-    hook = peft_model.get_base_model().lm_head.register_forward_hook(keep_logits)
+    hook = split_lm(peft_model)[0].register_forward_hook(keep_hidden)
     before = {k: v.detach().clone() for k, v in peft_model.named_parameters() if v.requires_grad}
     opt = torch.optim.SGD([p for p in peft_model.parameters() if p.requires_grad], lr=1e-2)
     settings = UpdateSettings(loss=LossSettings(loss_type="dapo"), micro_batch_size=1, bf16=False)
@@ -61,13 +62,10 @@ def test_one_real_step_trains_assistant_tokens_and_not_prompt_or_tool_output_tok
     changed = [k for k, v in peft_model.named_parameters() if v.requires_grad and not torch.equal(v, before[k])]  # fmt: skip
     assert changed  # a real optimizer step happened
 
-    logits = captured["logits"]
-    grad = logits.grad[0].abs().sum(-1)  # (K + 1,): position j predicts token n - K + j
-    K = grad.shape[0] - 1
-    per_token = [0.0] * n  # gradient reaching the logit row that predicts token i
-    for j in range(K):
-        per_token[n - K + j] = float(grad[j])
-    assert float(grad[K]) == 0.0  # the position after the last token predicts nothing
+    grad = captured["hidden"].grad[0].abs().sum(-1)  # (n,): no padding in a one-row batch
+    assert grad.shape[0] == n
+    per_token = [0.0] + [float(g) for g in grad[:-1]]  # gradient reaching the row predicting i
+    assert float(grad[-1]) == 0.0  # the position after the last token predicts nothing
     assistant = [per_token[i] for i in range(n) if mask[i] == 1]
     context = [per_token[i] for i in range(n) if mask[i] == 0]
     assert len(assistant) == sum(len(t.completion_token_ids) for t in turns)

@@ -1,0 +1,164 @@
+"""Log-probs of chosen tokens without full-vocabulary logits for every position.
+
+A causal LM's loss needs, per target token, ``logit[target] - logsumexp(logits)`` at the
+position before it. Computing ``lm_head`` on every position keeps a ``(rows, positions, vocab)``
+float tensor alive for backward (49,152 columns for SmolLM2: ~200 KB per position in fp32). Here
+the decoder runs once for the final hidden states, only the positions that carry loss are
+gathered (contiguous, so a bf16 matmul does not copy the output weight per row), and ``lm_head``
++ log-softmax run on chunks of ``chunk`` positions. With autograd on, each chunk is wrapped in
+``torch.utils.checkpoint``: its logits are recomputed in backward, never stored, so the memory
+of the log-prob step is one chunk's logits whatever the batch.
+
+Numbers equal a plain ``model(...).logits`` + ``log_softmax`` within float rounding (tested at
+1e-5 in fp32). What this does not do: fuse the matmul and the softmax into one kernel (no
+maintained fused op runs on this CPU), or handle models without a separate decoder and output
+layer (``get_decoder()`` / ``get_output_embeddings()``, which every transformers causal LM has).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch.utils.checkpoint import checkpoint
+
+CHUNK = 256
+"""Positions per lm_head chunk: 256 x 49,152 fp32 logits = 50 MB at a time."""
+
+
+def split_lm(model: Any) -> tuple[Any, Any]:
+    """``(decoder, lm_head)`` of a transformers causal LM or a peft model wrapping one.
+
+    The decoder is the module that returns the final (normed) hidden states; peft's LoRA layers
+    live inside it, so ``disable_adapter()`` and gradient checkpointing apply as for ``model``.
+    """
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    return base.get_decoder(), base.get_output_embeddings()
+
+
+def final_hidden(
+    model: Any,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor | None = None,
+    position_ids: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """The last layer's (normed) hidden states ``(R, T, H)``; no logits are computed."""
+    decoder, _ = split_lm(model)
+    out = decoder(
+        input_ids=input_ids,
+        attention_mask=attention_mask,
+        position_ids=position_ids,
+        use_cache=False,
+    )
+    return out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]
+
+
+def _chunk_logprobs(
+    lm_head: Any, h: torch.Tensor, targets: torch.Tensor, temperature: float
+) -> torch.Tensor:
+    logits = lm_head(h).float()
+    if temperature not in (0.0, 1.0):
+        logits = logits / temperature
+    return logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(logits, -1)
+
+
+def hidden_logprobs(
+    lm_head: Any,
+    hidden: torch.Tensor,
+    targets: torch.Tensor,
+    temperature: float = 1.0,
+    chunk: int = CHUNK,
+) -> torch.Tensor:
+    """Log-probs ``(P,)`` (fp32) of ``targets`` (P,) under ``lm_head(hidden)`` (hidden: (P, H)).
+
+    ``temperature`` (> 0; 0 counts as 1) divides the logits first. Chunks of ``chunk`` rows;
+    with grad enabled each chunk's logits are recomputed in backward instead of kept.
+    """
+    if chunk < 1:
+        raise ValueError(f"chunk = {chunk}: needs at least one position per chunk")
+    hidden = hidden.contiguous()
+    parts = []
+    for i in range(0, hidden.shape[0], chunk):
+        h, t = hidden[i : i + chunk], targets[i : i + chunk]
+        if torch.is_grad_enabled() and h.requires_grad:
+            parts.append(
+                checkpoint(_chunk_logprobs, lm_head, h, t, temperature, use_reentrant=False)
+            )
+        else:
+            parts.append(_chunk_logprobs(lm_head, h, t, temperature))
+    if not parts:
+        return hidden.new_zeros(0, dtype=torch.float32)
+    return torch.cat(parts)
+
+
+def selected_logprobs(
+    model: Any,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    position_ids: torch.Tensor | None,
+    rows: torch.Tensor,
+    cols: torch.Tensor,
+    targets: torch.Tensor | None = None,
+    temperature: float = 1.0,
+    chunk: int = CHUNK,
+) -> torch.Tensor:
+    """Log-probs ``(P,)`` of the tokens at ``(rows[i], cols[i])`` of ``input_ids``.
+
+    Each is predicted from the hidden state at ``cols[i] - 1`` (so ``cols >= 1``). ``targets``
+    overrides which token is scored at each place (e.g. a wrong verdict at a decision
+    position); a place may appear more than once.
+    """
+    if cols.numel() and int(cols.min()) < 1:
+        raise ValueError("a scored token at position 0 has no position before it to predict it")
+    hidden = final_hidden(model, input_ids, attention_mask, position_ids)
+    h = hidden[rows, cols - 1]
+    tg = input_ids[rows, cols] if targets is None else targets
+    _, lm_head = split_lm(model)
+    return hidden_logprobs(lm_head, h, tg, temperature, chunk)
+
+
+def masked_logprobs(
+    model: Any,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    position_ids: torch.Tensor | None,
+    loss_mask: torch.Tensor,
+    temperature: float = 1.0,
+    chunk: int = CHUNK,
+) -> torch.Tensor:
+    """Log-probs ``(R, K)`` of the last K tokens of each row where ``loss_mask`` (R, K) is
+    non-zero; 0 elsewhere (those places get no gradient and cost no lm_head work)."""
+    R, T = input_ids.shape
+    K = loss_mask.shape[1]
+    r, j = torch.nonzero(loss_mask, as_tuple=True)
+    lp = selected_logprobs(
+        model, input_ids, attention_mask, position_ids, r, j + (T - K), None, temperature, chunk
+    )
+    return torch.zeros((R, K), dtype=torch.float32, device=input_ids.device).index_put((r, j), lp)
+
+
+def judge_losses_chunked(model: Any, batch: dict[str, Any], gamma: float) -> dict[str, Any]:
+    """``trainer.judge_train.judge_losses`` of ``model`` on ``batch`` (its ``build_batch``),
+    computed from the log-probs it reads instead of the logits of every kept position: the
+    correct and wrong verdict at each row's decision place, and each SFT label."""
+    ids, labels, dec = batch["input_ids"], batch["labels"], batch["decision"]
+    n = ids.shape[0]
+    rows = torch.arange(n, device=ids.device)
+    lr, lc = torch.nonzero(labels != -100, as_tuple=True)
+    lp = selected_logprobs(
+        model,
+        ids,
+        batch["attention_mask"],
+        batch["position_ids"],
+        torch.cat([rows, rows, lr]),
+        torch.cat([dec, dec, lc]),
+        torch.cat([batch["correct"], batch["wrong"], labels[lr, lc]]),
+    )
+    gap = lp[:n] - lp[n : 2 * n]
+    sft = -lp[2 * n :].mean() if lr.numel() else lp.sum() * 0.0
+    return {
+        "sft": sft,
+        "margin": torch.relu(gamma - gap).mean(),
+        "logp_gap": gap.detach().mean(),
+        "accuracy": (gap.detach() > 0).float().mean(),
+    }
