@@ -46,6 +46,7 @@ from tqdm.auto import tqdm
 from rankgym.judges.pair_judge import choice_ids, decision_logprobs
 from rankgym.trainer.config import LoraSection
 from rankgym.trainer.finite import check_update
+from rankgym.trainer.logprobs import judge_losses_chunked
 
 META_FILE = "judge_train.json"
 _HINT = "lower --lr, check --gamma/--lambda-sft/--lambda-margin"
@@ -359,14 +360,8 @@ def train_judge(
             )
         chunk = [examples[i] for i in batches_by_epoch[epoch][k]]
         batch = build_batch(chunk, pad)
-        with _autocast(model, cfg.bf16):
-            out = model(
-                input_ids=batch["input_ids"],
-                attention_mask=batch["attention_mask"],
-                position_ids=batch["position_ids"],
-                logits_to_keep=batch["keep"],
-            )
-        parts = judge_losses(out.logits, batch, cfg.gamma)
+        with _autocast(model, cfg.bf16):  # = judge_losses, without full-vocabulary logits
+            parts = judge_losses_chunked(model, batch, cfg.gamma)
         loss = cfg.lambda_sft * parts["sft"] + cfg.lambda_margin * parts["margin"]
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
