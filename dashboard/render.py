@@ -99,12 +99,54 @@ def show_error(text: object, prefix: str = "") -> None:
     st.error(prefix + md_code(text))
 
 
+CODE_TOOLS = frozenset({"run_python", "run_tests", "submit"})
+"""Tools whose string arguments are Python source (the CodeTests env's tools)."""
+CODE_ARGUMENTS = frozenset({"code", "source", "program", "script"})
+"""Argument names whose string value is shown as Python, whatever the tool."""
+LONG_ARGUMENT_CHARS = 80
+"""String arguments longer than this (or with a newline) get a text block of their own."""
+
+
 def _pretty_arguments(arguments: str) -> str:
     """Tool-call arguments indented for reading; the raw string when that fails (deep nesting)."""
     try:
         return json.dumps(json.loads(arguments), indent=2, ensure_ascii=False)
     except (ValueError, TypeError, RecursionError):
         return arguments
+
+
+def split_arguments(tool: str, arguments: str) -> list[tuple[str | None, str, str | None]]:
+    """Tool-call arguments as blocks to show: ``(argument name or None, text, language)``.
+
+    Code arguments (any string argument of :data:`CODE_TOOLS`, or one named in
+    :data:`CODE_ARGUMENTS`) come out as their own ``"python"`` block, with real newlines
+    instead of the escaped JSON string; other long or multi-line strings as text blocks
+    (language ``None``); the remaining arguments together as one indented ``"json"`` block.
+    Arguments that are not a JSON object come back as one JSON (or raw text) block.
+    """
+    try:
+        parsed = json.loads(arguments)
+    except (ValueError, TypeError, RecursionError):
+        return [(None, arguments, None)]
+    if not isinstance(parsed, dict):
+        return [(None, _pretty_arguments(arguments), "json")]
+    blocks: list[tuple[str | None, str, str | None]] = []
+    rest: dict[str, object] = {}
+    for key, value in parsed.items():
+        is_code = isinstance(value, str) and (tool in CODE_TOOLS or key in CODE_ARGUMENTS)
+        if is_code and value.strip():
+            blocks.append((str(key), value, "python"))
+        elif isinstance(value, str) and (len(value) > LONG_ARGUMENT_CHARS or "\n" in value):
+            blocks.append((str(key), value, None))
+        else:
+            rest[key] = value
+    if rest or not blocks:
+        try:
+            text = json.dumps(rest, indent=2, ensure_ascii=False)
+        except (ValueError, TypeError, RecursionError):
+            text = arguments
+        blocks.insert(0, (None, text, "json"))
+    return blocks
 
 
 def render_message(m: Message, tool_names: dict[str, str]) -> None:
@@ -130,7 +172,10 @@ def render_message(m: Message, tool_names: dict[str, str]) -> None:
             st.text(m.content)
         for tc in m.tool_calls or []:
             st.caption(f"tool call · {md_escape(tc.function.name, 60)}")
-            st.code(_pretty_arguments(tc.function.arguments), language="json", wrap_lines=True)
+            for key, text, lang in split_arguments(tc.function.name, tc.function.arguments):
+                if key is not None:
+                    st.caption(f"argument {md_escape(key, 60)}")
+                st.code(text, language=lang, wrap_lines=lang != "python")
         if not m.content and not m.tool_calls:
             st.caption("(empty message)")
 
@@ -161,13 +206,15 @@ def render_trajectory(
 ) -> None:
     """Header (label, id, tokens, rewards, judge score and rationale) and the transcript.
 
-    With ``hide_scores`` the verifiable reward, judge score, rationale, hack signals and the
-    trajectory id are left out (blind ranking).
+    With ``hide_scores`` (blind ranking) everything that could give a trajectory away is left
+    out: the verifiable reward, judge score, rationale, hack signals, the trajectory id, and the
+    token counts (scripted policies such as the oracle report 0 completion tokens) and the
+    truncation flag; what is left is the transcript a labeler has to judge.
     """
     tc = token_counts(t)
     st.markdown(f"**{md_escape(label, 40)}**")
     if hide_scores:
-        st.caption(f"{tc['turns']} assistant turns · {tc['completion_tokens']} completion tokens")
+        st.caption(f"{tc['turns']} assistant turns")
     else:
         st.caption(
             f"{md_escape(t.id, 60)} · {tc['turns']} assistant turns · "
@@ -201,11 +248,14 @@ def render_group(
     hide_scores: bool = False,
     order: list[int] | None = None,
     labels: list[str] | None = None,
+    tabs_key: str | None = None,
 ) -> None:
     """A group's trajectories side by side in columns, or in tabs when > 3 or ``tabbed``.
 
     ``order`` permutes the trajectories (blind ranking shuffles them); ``labels`` names them.
-    Columns stack vertically on narrow screens (Streamlit's own behaviour below ~640 px).
+    ``tabs_key`` names the tabs widget: a new key per group makes each group open on its first
+    tab (the browser otherwise keeps the tab chosen for the previous group). Columns stack
+    vertically on narrow screens (Streamlit's own behaviour below ~640 px).
     """
     trajs = group.trajectories
     idx = order if order is not None else list(range(len(trajs)))
@@ -214,7 +264,7 @@ def render_group(
         st.info("This group has no trajectories.")
         return
     if tabbed or len(idx) > 3:
-        containers = st.tabs([md_escape(n, 40) for n in names])
+        containers = st.tabs([md_escape(n, 40) for n in names], key=tabs_key)
     else:
         containers = st.columns(len(idx), border=True)
     for box, i, name in zip(containers, idx, names, strict=True):

@@ -175,15 +175,27 @@ def _judge(rng: random.Random, spec: JudgeSpec, g: Group, fooled: bool = False) 
             if s > 0.5
             else "Final answer disagrees with the tool result."
         )
+        # the judge names trajectories T1, T2... in its presentation order (the group's here)
+        why += f" T{len(scores) + 1} is {'ahead of' if s > 0.5 else 'behind'} the others."
         scores.append(TrajectoryScore(trajectory_id=t.id, score=round(s, 2), rationale=why))
+    latency = round(rng.uniform(0.8, 6.0), 2)
+    service = round(latency * (0.9 if spec.model.startswith("local/") else 0.4), 2)
+    presentation = {  # one presentation in the group's order, as group_judge records it
+        "order": [t.id for t in g.trajectories],
+        "latency_s": latency,
+        "service_s": service,
+        "queue_s": round(latency - service, 2),
+        "calls": 1,
+    }
     return Judgement(
         group_id=g.id,
         spec_hash=spec.spec_hash,
         scores=scores,
+        presentations=[presentation],
         input_tokens=rng.randint(900, 3000),
         output_tokens=rng.randint(120, 400),
         cost_usd=0.0 if spec.model.startswith("local/") else round(rng.uniform(3e-4, 2e-3), 6),
-        latency_s=round(rng.uniform(0.8, 6.0), 2),
+        latency_s=latency,
         calls=1,
     )
 

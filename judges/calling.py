@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,6 +74,11 @@ class Reply:
     input_tokens: int
     output_tokens: int
     cost_usd: float | None
+    wall_s: float = 0.0
+    """Seconds from sending the request to its answer."""
+    service_s: float | None = None
+    """Of ``wall_s``, the seconds the model worked, when the provider says (the embedded judge
+    does; the rest was a wait for the one model); None: the provider does not say."""
 
 
 def litellm_kwargs(
@@ -108,9 +114,12 @@ def _cost(resp: Any) -> float | None:
 
 async def call_judge(spec: JudgeSpec, messages: list[dict[str, str]], retry: RetryPolicy) -> Reply:
     """One ``litellm.acompletion`` call (no retry); raises what LiteLLM raises."""
+    t0 = time.perf_counter()
     resp = await router.acompletion(  # through the LiteLLM Router when one serves spec.model
         retry.timeout_s + 5, **litellm_kwargs(spec, messages, retry.timeout_s)
     )
+    wall = time.perf_counter() - t0
+    service = (getattr(resp, "_hidden_params", None) or {}).get("rankgym_service_s")
     text = resp.choices[0].message.content or "" if resp.choices else ""
     usage = getattr(resp, "usage", None)
     return Reply(
@@ -118,6 +127,8 @@ async def call_judge(spec: JudgeSpec, messages: list[dict[str, str]], retry: Ret
         input_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
         output_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
         cost_usd=_cost(resp),
+        wall_s=wall,
+        service_s=min(wall, float(service)) if isinstance(service, int | float) else None,
     )
 
 

@@ -195,15 +195,23 @@ class GroupJudge:
             if attempt:
                 await asyncio.sleep(self.retry.delay(attempt - 1))
             rec.calls += 1
+            t_wait = t_call = time.perf_counter()
             try:
-                async with self.sem:
+                async with self.sem:  # waiting here is queue time (behind --concurrency)
+                    t_call = time.perf_counter()
+                    rec.queue_s += t_call - t_wait
                     reply = await call_judge(self.spec, messages, self.retry)
             except Exception as e:  # noqa: BLE001 - classified below
+                rec.service_s += time.perf_counter() - t_call
                 rec.errors.append(describe(e))
                 if is_context_error(e) or not is_retryable(e):
                     raise JudgeFailed(describe(e), rec, context=is_context_error(e)) from e
                 log.info("judge call failed (attempt %d): %s", attempt + 1, describe(e))
                 continue
+            wall = time.perf_counter() - t_call
+            service = wall if reply.service_s is None else min(wall, reply.service_s)
+            rec.service_s += service
+            rec.queue_s += wall - service  # e.g. behind other calls on the one local model
             rec.add_usage(reply.input_tokens, reply.output_tokens, reply.cost_usd)
             try:
                 parsed = parse_judge_reply(reply.text, labels)
@@ -279,6 +287,8 @@ class GroupJudge:
             calls=sum(p.calls for p in parts),
             errors=[e for p in parts for e in p.errors],
             latency_s=max(p.latency_s for p in parts),
+            service_s=sum(p.service_s for p in parts),
+            queue_s=sum(p.queue_s for p in parts),
         )
         for p in parts:
             rec.add_usage(p.input_tokens, p.output_tokens, p.cost_usd)

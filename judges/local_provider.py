@@ -122,6 +122,12 @@ def adapter_fingerprint(model: str) -> str | None:
     return _fingerprints[key]
 
 
+SERVICE_S = "rankgym_service_s"
+"""Key in a response's ``_hidden_params``: seconds the model computed, without the time the call
+waited for the one model (``calling.call_judge`` counts the rest as queue time)."""
+_timing = threading.local()
+
+
 class LocalJudgeLLM(CustomLLM):
     """LiteLLM custom provider running the embedded model in this process (see module doc)."""
 
@@ -139,9 +145,12 @@ class LocalJudgeLLM(CustomLLM):
         """LiteLLM's call (every argument by keyword); uses ``optional_params["max_tokens"]``
         and fills ``model_response``; the other arguments (api_base, timeout, ...) are unused."""
         params = kwargs.get("optional_params") or {}
+        _timing.service_s = None
         text, n_in, n_out = self.respond(model, messages, int(params.get("max_tokens") or 256))
         model_response = kwargs.get("model_response")
         resp = model_response if model_response is not None else ModelResponse()
+        if _timing.service_s is not None:  # the time the model worked, not the wait for the lock
+            resp._hidden_params[SERVICE_S] = _timing.service_s
         resp.choices[0].message.content = text  # type: ignore[union-attr]
         resp.choices[0].finish_reason = "stop"
         resp.model = f"{PROVIDER}/{model}"
@@ -170,7 +179,11 @@ class LocalJudgeLLM(CustomLLM):
     ) -> tuple[str, int, int]:
         """Answer ``messages``; returns (text, prompt tokens, completion tokens)."""
         with self._lock:  # one model, one forward at a time; loading is not thread-safe
-            return self._respond(model, messages, max_tokens)
+            t0 = time.perf_counter()
+            try:
+                return self._respond(model, messages, max_tokens)
+            finally:
+                _timing.service_s = time.perf_counter() - t0
 
     def _respond(
         self, model: str, messages: list[dict[str, Any]], max_tokens: int

@@ -15,7 +15,7 @@ from typing import Any
 
 from rankgym.types import Judgement
 
-__all__ = ["Presentation", "judge_summary"]
+__all__ = ["Presentation", "judge_summary", "judge_timing"]
 
 
 @dataclass
@@ -33,6 +33,11 @@ class Presentation:
     calls: int = 0
     errors: list[str] = field(default_factory=list)
     latency_s: float = 0.0
+    service_s: float = 0.0
+    """Seconds the judge model worked on this presentation's calls (all attempts)."""
+    queue_s: float = 0.0
+    """Seconds its calls waited: for a ``--concurrency`` slot, and inside the provider for the
+    one local model. ``latency_s`` is wall time, which also holds retry backoff."""
     subsets: list[dict[str, Any]] | None = None
     """For a group judged in overlapping parts: each part's order and raw scores."""
     cached: bool = False
@@ -64,9 +69,23 @@ class Presentation:
         return cls(**{k: v for k, v in d.items() if k in known})
 
 
+def judge_timing(j: Judgement) -> tuple[float, float] | None:
+    """(service seconds, queue seconds) of a judgement's fresh (not cached) presentations, or
+    None for records written before the split was measured."""
+    fresh = [p for p in j.presentations if not p.get("cached")]
+    if not fresh or not any("service_s" in p for p in fresh):
+        return None
+    return (
+        sum(float(p.get("service_s") or 0.0) for p in fresh),
+        sum(float(p.get("queue_s") or 0.0) for p in fresh),
+    )
+
+
 def judge_summary(judgements: list[Judgement], spec_hash: str) -> dict[str, Any]:
-    """Counts for ``rankgym judge --json`` and for trainer step metrics."""
+    """Counts for ``rankgym judge --json`` and for trainer step metrics; ``service_s_mean`` and
+    ``queue_s_mean`` split the per-group latency into the judge's work and the wait for it."""
     costs = [j.cost_usd for j in judgements if j.cost_usd is not None]
+    timings = [t for t in map(judge_timing, judgements) if t is not None]
     return {
         "groups": len(judgements),
         "judged": sum(j.status == "ok" for j in judgements),
@@ -79,5 +98,7 @@ def judge_summary(judgements: list[Judgement], spec_hash: str) -> dict[str, Any]
         "latency_s_mean": (
             sum(j.latency_s for j in judgements) / len(judgements) if judgements else 0.0
         ),
+        "service_s_mean": sum(t[0] for t in timings) / len(timings) if timings else None,
+        "queue_s_mean": sum(t[1] for t in timings) / len(timings) if timings else None,
         "spec_hash": spec_hash,
     }

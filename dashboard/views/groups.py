@@ -11,8 +11,9 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from rankgym.dashboard import data, pickers
+from rankgym.dashboard import data, labeling, pickers
 from rankgym.dashboard.render import letter, md_escape, render_group, show_error
+from rankgym.judges.record import judge_timing
 from rankgym.store import StoreError
 
 PAGE_SIZE = 25
@@ -44,10 +45,14 @@ def show_group(group_id: str, spec_hash: str | None, tabbed: bool) -> None:
         st.info("No judgement for this group" + (" under the chosen spec." if spec_hash else "."))
     else:
         cost = "—" if j.cost_usd is None else f"${j.cost_usd:.5f}"
+        timing = judge_timing(j)
+        latency = f"{j.latency_s:.2f}s"
+        if timing is not None:  # the judge's own work vs the wait behind other calls
+            latency += f" ({timing[0]:.2f}s judge service + {timing[1]:.2f}s queued)"
         st.caption(
             f"judge {md_escape(specs.get(j.spec_hash, j.spec_hash), 80)} · status {j.status} · "
             f"{j.input_tokens} in / {j.output_tokens} out tokens · {cost} · "
-            f"{j.latency_s:.2f}s · {j.calls} call(s)" + (" · cached" if j.cached else "")
+            f"{latency} · {j.calls} call(s)" + (" · cached" if j.cached else "")
         )
         if j.status != "ok" and j.error:
             st.error("Judge error (as text):")
@@ -57,17 +62,12 @@ def show_group(group_id: str, spec_hash: str | None, tabbed: bool) -> None:
                 f"{len(judgements)} judgements of this group in the store; pick a spec in "
                 "the sidebar to see another."
             )
+    names = {t.id: letter(i) for i, t in enumerate(group.trajectories)}
     labels = s.human_rankings(group_id=group.id)
     if labels:
-        names = {t.id: letter(i) for i, t in enumerate(group.trajectories)}
-        rows = [
-            {"labeler": r["labeler"], "blind": r["blind"]}
-            | {names.get(k, k): v for k, v in r["ranking"].items()}
-            for r in labels
-        ]
         with st.expander(f"Human rankings ({len(labels)}; 1 = best)"):
-            st.dataframe(pd.DataFrame(rows), hide_index=True)
-    render_group(group, tabbed=tabbed)
+            st.dataframe(labeling.human_rankings_table(labels, names), hide_index=True)
+    render_group(labeling.group_with_letters(group, names), tabbed=tabbed)
 
 
 st.title("Groups")

@@ -78,6 +78,11 @@ def settle(at: AppTest, timeout: float = 60.0) -> AppTest:
         assert not at.exception, [e.value for e in at.exception]
 
 
+def shown_gid(at: AppTest, labeler: str) -> str:
+    """The group the blind-ranking page shows ``labeler`` right now."""
+    return at.session_state["blind_queues"][labeler]["gid"]
+
+
 def metric(at: AppTest, label: str) -> str:
     return next(m.value for m in at.metric if m.label == label)
 
@@ -153,7 +158,7 @@ def test_blind_ranking_writes_a_label_and_agreement_updates(store: Path) -> None
     assert not [t for t in at.text if t.value.startswith("Judge rationale")]
     rank_boxes = [b for b in at.selectbox if b.key and b.key.startswith("rank_")]
     assert len(rank_boxes) >= 2
-    gid = rank_boxes[0].key.split("_", 1)[1].rsplit("_", 1)[0]
+    gid = shown_gid(at, "carol")
     group = Store(store, readonly=True).get_group(gid)
     page_text = " ".join(markdown_values(at))
     for t in group.trajectories:
@@ -178,7 +183,7 @@ def test_blind_ranking_writes_a_label_and_agreement_updates(store: Path) -> None
     assert any(m.label.startswith("Kendall") for m in at.metric)
 
     at.button(key="next_group").click().run()
-    assert at.session_state["blind_gid"] != gid
+    assert shown_gid(at, "carol") != gid
     assert at.session_state["labeler_name"] == "carol"  # remembered
 
     at.switch_page("views/agreement.py").run()
@@ -189,12 +194,13 @@ def test_blind_ranking_writes_a_label_and_agreement_updates(store: Path) -> None
 def test_skip_records_a_skip_and_moves_on(store: Path) -> None:
     at = app("label")
     at.text_input(key="w_labeler").input("dave").run()
-    first = at.session_state["blind_gid"]
+    first = shown_gid(at, "dave")
     at.button(key="skip_group").click().run()
     assert not at.exception
     rows = Store(store, readonly=True).human_rankings(labeler="dave", include_skipped=True)
     assert [(r["group_id"], r["skipped"]) for r in rows] == [(first, True)]
-    assert at.session_state["blind_gid"] != first
+    assert shown_gid(at, "dave") != first
+    assert any("Skipped the previous group" in i.value for i in at.info)  # it says so
 
 
 def test_agreement_tables_and_disagreement_links(store: Path) -> None:
@@ -357,7 +363,9 @@ def test_two_labelers_on_the_same_group_both_keep_their_labels(store: Path) -> N
     for who in ("erin", "frank"):
         at = app()
         at.session_state["labeler_name"] = who
-        at.session_state["blind_gid"] = "grp-base-0"  # both were served the same group
+        at.session_state["blind_queues"] = {  # both were served the same group
+            who: {"gid": "grp-base-0", "serial": 1, "revealed": None, "notice": None}
+        }
         at.switch_page("views/label.py").run()
         sessions.append(at)
     for at in sessions:  # both submit, after both loaded the form
