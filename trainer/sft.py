@@ -21,9 +21,12 @@ conversation (each turn's prompt extends the previous one), loss on assistant to
 the same rows and masks ``grpo.trajectory_rows`` builds for GRPO. The loss is the mean token
 cross-entropy over a batch's assistant tokens.
 
+JSONL lines are validated per line (``sft_data``: schema, size limits, errors naming the line
+and field), and every message of every source is cut to its token budget before rendering.
+
 What it does not do: no packing of several conversations into one row, no shortening of the
 repeated tool list (it is what the policy sees), no validation split or early stopping, and
-no check that a JSONL example is correct.
+no check that a JSONL example is correct (only that it is well-formed).
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ from rankgym.trainer.config import TrainConfig
 from rankgym.trainer.finite import check_update
 from rankgym.trainer.grpo import Sample, collate, token_logprobs, trajectory_rows
 from rankgym.trainer.setup import make_env_factory
+from rankgym.trainer.sft_data import MAX_COMPLETION_TOKENS, fit_conversation, read_jsonl
 
 __all__ = [
     "Conversation",
@@ -89,6 +93,10 @@ class SFTStats:
     loss_first: float | None = None
     loss_last: float | None = None
     seconds: float = 0.0
+    steps_planned: int = 0
+    max_minutes: float | None = None
+    stopped_on_time_cap: bool = False
+    """True when ``max_minutes`` ran out before ``steps_planned`` were done."""
     losses: list[float] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
@@ -186,40 +194,42 @@ def store_conversations(
 
 
 def jsonl_conversations(path: str | Path) -> list[Conversation]:
-    """Chat examples in ART's SFT format, one JSON object per line: ``messages`` (+ ``tools``)."""
-    p = Path(path)
-    if not p.is_file():
-        raise UserError(f"sft.path: {str(path)!r} is not a file")
-    out = []
-    with p.open(encoding="utf-8", errors="replace") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except ValueError as e:
-                raise UserError(f"{path}:{n}: not JSON ({e})") from None
-            msgs = row.get("messages") if isinstance(row, dict) else None
-            if not isinstance(msgs, list) or not all(
-                isinstance(m, dict) and "role" in m for m in msgs
-            ):
-                raise UserError(f"{path}:{n}: needs a 'messages' list of {{role, content}} objects")
-            if not any(m["role"] == "assistant" for m in msgs):
-                raise UserError(f"{path}:{n}: has no assistant message to learn from")
-            tools = row.get("tools") or []
-            if not isinstance(tools, list):
-                raise UserError(f"{path}:{n}: 'tools' must be a list of tool schemas")
-            out.append(Conversation(msgs, tools, f"jsonl:{n}"))
-    if not out:
-        raise UserError(f"sft.path: {str(path)!r} holds no examples")
-    return out
+    """Chat examples in ART's SFT format, one JSON object per line: ``messages`` (+ ``tools``).
+
+    Each line is validated by ``sft_data.Example`` (limits and refusals: ``sft_data``'s docstring);
+    the first bad line is a UserError naming the line and field.
+    """
+    return [
+        Conversation(
+            [m.to_openai() for m in ex.messages],
+            [t.model_dump(mode="json") for t in ex.tools or []],
+            f"jsonl:{n}",
+        )
+        for n, ex in read_jsonl(path)
+    ]
 
 
-def render_rows(policy: Any, conversations: Iterable[Conversation]) -> list[Rows]:
-    """Token rows (ids, assistant mask) of each conversation, as the rollout renders it."""
+def render_rows(
+    policy: Any,
+    conversations: Iterable[Conversation],
+    max_completion_tokens: int = MAX_COMPLETION_TOKENS,
+) -> list[Rows]:
+    """Token rows (ids, assistant mask) of each conversation, as the rollout renders it.
+
+    Every message is first cut to its token budget (``sft_data.fit_conversation``) and every
+    rendered completion to ``max_completion_tokens``, so one long demonstration cannot make a
+    row the trainer cannot hold.
+    """
     out = []
     for c in conversations:
-        rows = trajectory_rows(policy.demonstration(c.messages, c.tools))
+        msgs = fit_conversation(c.messages, policy.tokenizer, max_completion_tokens=max_completion_tokens)  # fmt: skip
+        turns = [
+            t.model_copy(
+                update={"completion_token_ids": t.completion_token_ids[:max_completion_tokens]}
+            )  # fmt: skip
+            for t in policy.demonstration(msgs, c.tools)
+        ]
+        rows = trajectory_rows(turns)
         if rows:
             out.append(rows)
     return out
@@ -242,8 +252,8 @@ def sft_train(
 ) -> SFTStats:
     """Train the trainable (LoRA) parameters of ``model`` on ``examples`` for ``steps`` batches.
 
-    Batches cycle through shuffled epochs (seeded). Stops early after ``max_minutes``. Leaves
-    the model in eval mode.
+    Batches cycle through shuffled epochs (seeded). Stops early after ``max_minutes`` (never
+    before the first step) and says so in ``stopped_on_time_cap``. Leaves the model in eval mode.
     """
     if not examples:
         raise UserError("sft: no demonstrations to train on")
@@ -260,7 +270,7 @@ def sft_train(
         if bf16
         else contextlib.nullcontext()
     )
-    st = SFTStats(examples=len(examples))
+    st = SFTStats(examples=len(examples), steps_planned=steps, max_minutes=max_minutes)
     st.tokens = sum(len(ids) for rows in examples for ids, _ in rows)
     st.assistant_tokens = sum(sum(m) for rows in examples for _, m in rows)
     order: list[int] = []
@@ -271,7 +281,8 @@ def sft_train(
     model.train()
     try:
         for step in range(steps):
-            if max_minutes is not None and time.perf_counter() - t0 > 60 * max_minutes:
+            if step and max_minutes is not None and time.perf_counter() - t0 > 60 * max_minutes:
+                st.stopped_on_time_cap = True  # said by sft_stage and the train summary
                 break
             batch = []
             while len(batch) < min(batch_size, len(examples)):
@@ -379,6 +390,11 @@ def sft_stage(
         f"sft: {stats.steps} steps in {stats.seconds:.0f}s, loss {stats.loss_first:.3f} -> "
         f"{stats.loss_last:.3f}; adapter {out}"
     )
+    if stats.stopped_on_time_cap:
+        say(
+            f"sft: stopped on its time cap (max_minutes = {stats.max_minutes:g}) after "
+            f"{stats.steps} of {stats.steps_planned} steps"
+        )
     return summary
 
 
