@@ -24,7 +24,9 @@ ANSWER = {"role": "assistant", "content": "4"}
 CALL = {
     "role": "assistant",
     "content": None,
-    "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "calc", "arguments": '{"x": 1}'}}],  # fmt: skip
+    "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "calc", "arguments": '{"x": 1}'}}
+    ],  # fmt: skip
 }
 
 
@@ -40,15 +42,34 @@ def _write(tmp_path: Path, *rows: Any, raw: bytes = b"") -> Path:
         ([{"role": None, "content": "x"}, ANSWER], None, "messages.0.role"),
         ([{"role": 3, "content": "x"}, ANSWER], None, "messages.0.role"),
         ([{"role": "hacker", "content": "x"}, ANSWER], None, "messages.0.role"),
-        ([{"role": "user", "content": [{"type": "text", "text": "x"}]}, ANSWER], None, "messages.0.content"),  # fmt: skip
+        (
+            [{"role": "user", "content": [{"type": "text", "text": "x"}]}, ANSWER],
+            None,
+            "messages.0.content",
+        ),  # fmt: skip
         ([{"role": "user", "content": {"a": 1}}, ANSWER], None, "messages.0.content"),
         ([{"role": "user", "content": 7}, ANSWER], None, "messages.0.content"),
         ([{"role": "system", "content": "s"}, ANSWER], None, "needs a user message"),
-        ([USER, {"role": "assistant", "tool_calls": [{"id": "c"}]}], None, "messages.1.tool_calls.0.function"),  # fmt: skip
+        (
+            [USER, {"role": "assistant", "tool_calls": [{"id": "c"}]}],
+            None,
+            "messages.1.tool_calls.0.function",
+        ),  # fmt: skip
         ([USER, {"role": "assistant", "tool_calls": "calc()"}], None, "messages.1.tool_calls"),
         ([USER, ANSWER], [1, "x", None], "tools.0"),
-        ([USER, {**CALL, "tool_calls": [{"function": {"name": "calc", "arguments": "not json"}}]}], None, "arguments: must be a JSON object"),  # fmt: skip
-        ([USER, {**CALL, "tool_calls": [{"function": {"name": 5, "arguments": "{}"}}]}], None, "function.name"),  # fmt: skip
+        (
+            [
+                USER,
+                {**CALL, "tool_calls": [{"function": {"name": "calc", "arguments": "not json"}}]},
+            ],
+            None,
+            "arguments: must be a JSON object",
+        ),  # fmt: skip
+        (
+            [USER, {**CALL, "tool_calls": [{"function": {"name": 5, "arguments": "{}"}}]}],
+            None,
+            "function.name",
+        ),  # fmt: skip
         ([USER, {"role": "user", "content": "no answer"}], None, "no assistant message"),
         ([{**USER, "tool_calls": CALL["tool_calls"]}, ANSWER], None, "only allowed on assistant"),
     ],
@@ -62,7 +83,7 @@ def test_malformed_lines_are_one_error_naming_line_and_field(
     f = _write(tmp_path, {"messages": [USER, ANSWER]}, row)
     with pytest.raises(UserError) as e:
         jsonl_conversations(f)
-    assert f"d.jsonl:2: " in str(e.value) and field in str(e.value) and "\n" not in str(e.value)
+    assert "d.jsonl:2: " in str(e.value) and field in str(e.value) and "\n" not in str(e.value)
 
 
 def test_a_lone_surrogate_and_deep_nesting_are_refused_not_tracebacks(tmp_path: Path):
@@ -121,7 +142,9 @@ def test_every_message_and_the_completion_are_cut_to_the_token_budget():
 
 _json = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),  # fmt: skip
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),  # fmt: skip
     max_leaves=20,
 )
 _message = st.fixed_dictionaries(
