@@ -52,6 +52,7 @@ def _train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--store", metavar="PATH", help="SQLite store (default: config's store, else OUT/store.db)")  # fmt: skip
     p.add_argument("--out", metavar="DIR", help="output dir for checkpoints and the adapter (default: config's out_dir)")  # fmt: skip
     p.add_argument("--force", action="store_true", help="train even if the judge-check finds the judge cannot tell good from bad")  # fmt: skip
+    p.add_argument("--init-adapter", metavar="DIR", help="start GRPO from this peft adapter (e.g. the --out of `rankgym sft`) instead of a fresh LoRA; overrides [policy] adapter")  # fmt: skip
 
 
 def _train_run(args: argparse.Namespace) -> dict[str, Any]:
@@ -68,9 +69,14 @@ def _train_run(args: argparse.Namespace) -> dict[str, Any]:
         echo=_echo(args),
         adapt_threads=True,
         force=args.force,
+        init_adapter=args.init_adapter or cfg.policy.adapter,
     )
     summary = trainer.run()
     if not args.json:
+        if summary.get("init_adapter"):
+            print(f"started from: {summary['init_adapter']}")
+        if (summary.get("sft") or {}).get("stopped_on_time_cap"):
+            print(_time_cap_line("sft", summary["sft"]))
         print(f"adapter: {summary['adapter']}")
         print(f"store:   {summary['store']}  (rankgym dashboard --store {summary['store']})")
         for ev in summary["evals"]:
@@ -79,6 +85,14 @@ def _train_run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 TRAIN = Command("train", "GRPO training from a TOML config", _train_arguments, _train_run)
+
+
+def _time_cap_line(phase: str, stats: dict[str, Any]) -> str:
+    """The summary line of a phase that stopped on its ``max_minutes`` cap."""
+    return (
+        f"{phase}: stopped on its time cap (max_minutes = {stats.get('max_minutes'):g}) after "
+        f"{stats.get('steps')} of {stats.get('steps_planned')} steps"
+    )
 
 
 # ---- rankgym sft ------------------------------------------------------------------------------
@@ -137,6 +151,8 @@ def _sft_run(args: argparse.Namespace) -> dict[str, Any]:
     )
     summary["adapter"] = str(out.resolve())
     if not args.json:
+        if summary.get("stopped_on_time_cap"):
+            print(_time_cap_line("sft", summary))
         print(f"adapter: {summary['adapter']}")
         print(f"  evaluate: rankgym eval --adapter {out}")
     return summary

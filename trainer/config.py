@@ -57,6 +57,10 @@ class PolicySection(_Section):
     temperature: float = Field(1.0, ge=0.0, le=10.0)
     """Rollout sampling temperature; the GRPO update divides the logits by it too (as TRL)."""
     top_p: float = Field(1.0, gt=0.0, le=1.0)
+    adapter: str | None = None
+    """A peft adapter dir GRPO starts from (e.g. the ``--out`` of ``rankgym sft``), instead of a
+    fresh LoRA; ``rankgym train --init-adapter DIR`` overrides it. Its LoRA rank and target
+    modules are the adapter's own (``[lora]`` is then unused); an ``[sft]`` section is skipped."""
 
 
 class LoraSection(_Section):

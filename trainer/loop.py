@@ -106,6 +106,7 @@ class Trainer:
         self.adapt_threads = adapt_threads
         self.init_adapter = Path(init_adapter) if init_adapter else None
         self.force = force
+        init_adapter = init_adapter or cfg.policy.adapter  # the flag wins over [policy] adapter
         """Train even when the judge-check says the judge cannot judge (``--force``)."""
         self.judge_check: dict[str, Any] | None = None
         self.echo = echo or (lambda msg: log.info("%s", msg))
@@ -456,6 +457,7 @@ class Trainer:
         res["tag"] = tag
         return res
 
+            "init_adapter": str(self.init_adapter) if self.init_adapter else None,
     # ---- whole run ------------------------------------------------------------------------
 
     def run(self) -> dict[str, Any]:
