@@ -104,9 +104,9 @@ class Trainer:
         self.resume = resume
         self.progress = progress
         self.adapt_threads = adapt_threads
+        init_adapter = init_adapter or cfg.policy.adapter  # the flag wins over [policy] adapter
         self.init_adapter = Path(init_adapter) if init_adapter else None
         self.force = force
-        init_adapter = init_adapter or cfg.policy.adapter  # the flag wins over [policy] adapter
         """Train even when the judge-check says the judge cannot judge (``--force``)."""
         self.judge_check: dict[str, Any] | None = None
         self.echo = echo or (lambda msg: log.info("%s", msg))
@@ -457,7 +457,6 @@ class Trainer:
         res["tag"] = tag
         return res
 
-            "init_adapter": str(self.init_adapter) if self.init_adapter else None,
     # ---- whole run ------------------------------------------------------------------------
 
     def run(self) -> dict[str, Any]:
@@ -493,6 +492,7 @@ class Trainer:
             "store": str(self.cfg.store_path),
             "out_dir": str(self.out),
             "adapter": str(adapter) if adapter else None,
+            "init_adapter": str(self.init_adapter) if self.init_adapter else None,
             "steps": cfg.steps,
             "steps_run": len(history),
             "start_step": self.start_step,
