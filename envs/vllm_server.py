@@ -16,14 +16,24 @@ cores unless set) and ``--dtype bfloat16``, and no chunked prefill (see :meth:`M
 (``VLLM_ALLOW_RUNTIME_LORA_UPDATING=True``, ``--enable-lora``). Sampler logprobs are requested
 as ``processed_logprobs`` (after temperature/top-p), what the embedded policy records.
 
+Timeouts and limits of every request (a silent or hostile server is an error, never a hang):
+connect :data:`CONNECT_TIMEOUT_S` (10 s); a completion must send its next bytes within
+:data:`READ_TIMEOUT_S` (120 s) and finish within :data:`REQUEST_TIMEOUT_S` (300 s, so a
+slowloris body that trickles bytes ends too); ``/v1/models`` and LoRA calls finish within
+:data:`CONTROL_TIMEOUT_S` (30 s); no body may exceed :data:`MAX_RESPONSE_BYTES` (32 MiB).
+``/v1/models`` must be ``{"data": [{"id": str, ...}, ...]}`` with ``max_model_len`` a positive
+integer (or absent); anything else is a :class:`VLLMError` naming the field.
+
 What it does not do: no multi-node serving, no TLS or API keys (``api_key`` is only sent if
-given), no restarts of a server that died (the next call fails with the log's tail).
+given), no restarts of a server that died (the next call fails with the log's tail); a server
+that trickles its *headers* byte by byte is bounded by the read timeout per byte only.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -41,6 +51,11 @@ from rankgym.errors import RankgymError
 __all__ = ["ManagedServer", "VLLMClient", "VLLMError", "vllm_python"]
 
 START_TIMEOUT_S = 600.0
+CONNECT_TIMEOUT_S = 10.0
+READ_TIMEOUT_S = 120.0
+REQUEST_TIMEOUT_S = 300.0
+CONTROL_TIMEOUT_S = 30.0
+MAX_RESPONSE_BYTES = 32 * 2**20
 
 
 class VLLMError(RankgymError, RuntimeError):
@@ -58,24 +73,85 @@ def vllm_python() -> str:
     return shutil.which("python") or "python"
 
 
-class VLLMClient:
-    """Synchronous client of one vLLM OpenAI server at ``base_url`` (e.g. http://host:8000)."""
+def check_server_url(url: str, where: str = "vLLM url") -> str:
+    """``url`` if it is an ``http(s)://host[:port][/v1]`` URL without credentials, else VLLMError."""
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, TypeError, ValueError) as e:
+        raise VLLMError(f"{where} {url!r} is not a URL ({e}); use http://HOST:PORT") from None
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        raise VLLMError(f"{where} {url!r} must be http://HOST:PORT or https://HOST:PORT")
+    if parsed.userinfo:
+        raise VLLMError(f"{where}: credentials in the URL are refused (they would be stored with the run); drop the user:password@ part")  # fmt: skip
+    return url
 
-    def __init__(self, base_url: str, api_key: str | None = None, timeout_s: float = 600.0):
-        self.base_url = base_url.rstrip("/")
+
+class _Reply:
+    """A bounded HTTP reply: status and body bytes (read with a deadline and a size cap)."""
+
+    def __init__(self, status_code: int, content: bytes) -> None:
+        self.status_code, self.content = status_code, content
+
+    @property
+    def text(self) -> str:
+        return self.content.decode("utf-8", errors="replace")
+
+    def json(self) -> Any:
+        return json.loads(self.content)
+
+
+class VLLMClient:
+    """Synchronous client of one vLLM OpenAI server at ``base_url`` (e.g. http://host:8000).
+
+    Timeouts and size limits: see the module docstring; the keyword arguments override them.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | None = None,
+        *,
+        connect_s: float = CONNECT_TIMEOUT_S,
+        read_s: float = READ_TIMEOUT_S,
+        request_s: float = REQUEST_TIMEOUT_S,
+        control_s: float = CONTROL_TIMEOUT_S,
+        max_bytes: int = MAX_RESPONSE_BYTES,
+    ):
+        self.base_url = check_server_url(base_url).rstrip("/")
         if self.base_url.endswith("/v1"):
             self.base_url = self.base_url[:-3]
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self.http = httpx.Client(base_url=self.base_url, headers=headers, timeout=timeout_s)
+        self.request_s, self.control_s, self.max_bytes = request_s, control_s, max_bytes
+        timeout = httpx.Timeout(connect=connect_s, read=read_s, write=read_s, pool=request_s)
+        self.http = httpx.Client(base_url=self.base_url, headers=headers, timeout=timeout)
 
     def close(self) -> None:
         self.http.close()
 
-    def _post(self, path: str, payload: dict[str, Any]) -> httpx.Response:
+    def _send(self, method: str, path: str, payload: Any, deadline_s: float) -> _Reply:
+        """One request, its body read within ``deadline_s`` and ``max_bytes``; else VLLMError."""
+        where = f"vLLM server {self.base_url}{path}"
+        t0 = time.monotonic()
+        limits = self.http.timeout
+        read_s = min(limits.read or deadline_s, deadline_s)
+        timeout = httpx.Timeout(connect=limits.connect, read=read_s, write=limits.write, pool=limits.pool)  # fmt: skip
         try:
-            return self.http.post(path, json=payload)
+            with self.http.stream(method, path, json=payload, timeout=timeout) as r:
+                body = bytearray()
+                for chunk in r.iter_bytes():
+                    body += chunk
+                    if len(body) > self.max_bytes:
+                        raise VLLMError(f"{where}: the reply is over {self.max_bytes} bytes; not a vLLM answer to this request")  # fmt: skip
+                    if time.monotonic() - t0 > deadline_s:
+                        raise VLLMError(f"{where}: the reply took over {deadline_s:.0f} s (a stalled or trickling server)")  # fmt: skip
+                return _Reply(r.status_code, bytes(body))
+        except httpx.TimeoutException as e:
+            raise VLLMError(f"{where}: no answer within the timeout ({type(e).__name__}; connect {limits.connect:.0f} s, read {read_s:.0f} s)") from e  # fmt: skip
         except httpx.HTTPError as e:
-            raise VLLMError(f"vLLM server {self.base_url}{path}: {type(e).__name__}: {e}") from e
+            raise VLLMError(f"{where}: {type(e).__name__}: {e}") from e
+
+    def _post(self, path: str, payload: dict[str, Any], deadline_s: float | None = None) -> _Reply:
+        return self._send("POST", path, payload, deadline_s or self.control_s)
 
     def healthy(self) -> bool:
         """Whether ``/health`` answers 200 (False on any connection error)."""
@@ -85,14 +161,15 @@ class VLLMClient:
             return False
 
     def models(self) -> list[dict[str, Any]]:
-        """``/v1/models`` entries (base model and loaded LoRA adapters; ``root`` = their path)."""
+        """``/v1/models`` entries (base model and loaded LoRA adapters; ``root`` = their path),
+        validated: each has a string ``id``, ``max_model_len`` is a positive int or absent."""
         try:
-            r = self.http.get("/v1/models")
-        except httpx.HTTPError as e:
+            r = self._send("GET", "/v1/models", None, self.control_s)
+        except VLLMError as e:
             raise VLLMError(f"vLLM server {self.base_url} is not reachable: {e}") from e
         if r.status_code != 200:
             raise VLLMError(f"vLLM {self.base_url}/v1/models: HTTP {r.status_code} {r.text[:200]}")
-        return list(r.json().get("data", []))
+        return parse_models(r, f"vLLM {self.base_url}/v1/models")
 
     def load_lora(self, name: str, path: str | Path) -> None:
         """Load the peft adapter in ``path`` under ``name``; raises :class:`VLLMError` if refused."""
@@ -107,10 +184,37 @@ class VLLMClient:
 
     def completion(self, payload: dict[str, Any]) -> dict[str, Any]:
         """POST ``/v1/completions``; raises :class:`VLLMError` with the server's message."""
-        r = self._post("/v1/completions", payload)
+        r = self._post("/v1/completions", payload, self.request_s)
         if r.status_code != 200:
             raise VLLMError(f"vLLM completion for {payload.get('model')!r}: HTTP {r.status_code} {r.text[:300]}")  # fmt: skip
-        return r.json()
+        try:
+            body = r.json()
+        except (ValueError, RecursionError):
+            raise VLLMError(f"vLLM completion for {payload.get('model')!r}: the reply is not JSON: {r.text[:100]!r}") from None  # fmt: skip
+        if not isinstance(body, dict):
+            raise VLLMError(f"vLLM completion for {payload.get('model')!r}: the reply is a JSON {type(body).__name__}, not an object")  # fmt: skip
+        return body
+
+
+def parse_models(r: _Reply, where: str) -> list[dict[str, Any]]:
+    """The validated ``data`` entries of a ``/v1/models`` reply (VLLMError naming the field)."""
+    try:
+        body = r.json()
+    except (ValueError, RecursionError):
+        raise VLLMError(f"{where}: the reply is not JSON: {r.text[:100]!r}") from None
+    data = body.get("data") if isinstance(body, dict) else None
+    if not isinstance(data, list):
+        raise VLLMError(f'{where}: expected {{"data": [...]}}, got {r.text[:100]!r}')
+    for i, m in enumerate(data):
+        if not isinstance(m, dict) or not isinstance(m.get("id"), str) or not m["id"]:
+            raise VLLMError(f"{where}: data[{i}] has no string 'id' ({str(m)[:80]!r})")
+        n = m.get("max_model_len")
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+            raise VLLMError(f"{where}: data[{i}].max_model_len must be a positive integer, got {n!r}")  # fmt: skip
+        for key in ("root", "parent"):
+            if m.get(key) is not None and not isinstance(m[key], str):
+                raise VLLMError(f"{where}: data[{i}].{key} must be a string, got {m[key]!r}")
+    return data
 
 
 def _free_port() -> int:

@@ -39,7 +39,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rankgym.errors import RankgymError
 
@@ -56,10 +56,24 @@ MARGIN = 3.0
 class VLLMSection(BaseModel):
     """``[vllm]`` in a training config: roll out through a vLLM server with per-step LoRA."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     url: str | None = None
     """A running server (``http://host:port``) serving ``policy.model`` as ``served_name``;
-    unset = start a managed server for the run and stop it at the end."""
+    unset = start a managed server for the run and stop it at the end. Checked at load: a
+    malformed URL or one with credentials is a config error, before run.json is written."""
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, v: str | None) -> str | None:
+        from rankgym.envs.vllm_server import VLLMError, check_server_url
+
+        if v is None:
+            return v
+        try:
+            return check_server_url(v, "url")
+        except VLLMError as e:
+            raise ValueError(str(e)) from None
+
     served_name: str = "base"
     python: str | None = None
     """Interpreter with vLLM for the managed server (default: see ``vllm_server.vllm_python``)."""

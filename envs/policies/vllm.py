@@ -22,6 +22,13 @@ Specs (``make_policy``):
 - ``vllm:serve`` or ``vllm:serve:MODEL_DIR``: start a managed server for the embedded model (or
   MODEL_DIR) and stop it when the policy is closed or the process exits.
 
+What is validated, per reply (anything else makes that turn an error, never stored data): the
+reply names the requested model; ``choices[0].token_ids`` are integers (not floats, not bools)
+inside the tokenizer's vocabulary, at most ``max_tokens`` of them; ``token_logprobs`` are one
+finite number <= 0 per id (up to :data:`LOGPROB_SLACK` above 0 is read as 0, float rounding).
+A server whose ``max_model_len`` leaves fewer than :data:`MIN_PROMPT_TOKENS` prompt tokens
+beside ``max_new_tokens`` is refused when the policy is made. Timeouts: ``vllm_server``.
+
 What it does not do: no streaming, no remote tokenization (the tokenizer files must be local),
 no retries of a failed request (it becomes that episode's error), and sampling is not
 bit-identical to the embedded policy's (different kernels and random streams), only the same
@@ -30,6 +37,7 @@ distribution.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Unpack
 
@@ -51,9 +59,49 @@ if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
 
 
-__all__ = ["VLLMPolicy", "make_vllm_policy"]
+__all__ = ["VLLMPolicy", "make_vllm_policy", "parse_completion"]
 
 _INT63 = 2**63 - 1
+LOGPROB_SLACK = 1e-3
+"""How far above 0 a sampler log-probability may read (float rounding) before it is refused."""
+MIN_PROMPT_TOKENS = 16
+
+
+def parse_completion(
+    resp: dict[str, Any], *, model: str, vocab_size: int, max_tokens: int
+) -> tuple[list[int], list[float]]:
+    """The completion token ids and log-probs of a ``/v1/completions`` reply, validated (see the
+    module docstring); raises :class:`VLLMError` naming what is wrong."""
+    if resp.get("model") != model:
+        raise VLLMError(f"vLLM answered as {str(resp.get('model'))[:80]!r}, asked {model!r}")
+    choices = resp.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise VLLMError("vLLM reply has no choices[0] object")
+    choice = choices[0]
+    ids = choice.get("token_ids")
+    logprobs = choice.get("logprobs")
+    lp = logprobs.get("token_logprobs") if isinstance(logprobs, dict) else None
+    if not isinstance(ids, list) or not isinstance(lp, list):
+        raise VLLMError(
+            "vLLM reply has no token_ids/logprobs lists; is it a vLLM server (return_token_ids "
+            "needs vLLM >= 0.10.2)?"
+        )
+    if len(ids) > max_tokens:
+        raise VLLMError(f"vLLM returned {len(ids)} token ids for max_tokens {max_tokens}")
+    if len(lp) != len(ids):
+        raise VLLMError(
+            f"vLLM returned {len(ids)} token ids but {len(lp)} logprobs; is it a vLLM "
+            "server (return_token_ids needs vLLM >= 0.10.2)?"
+        )
+    for k, t in enumerate(ids):
+        if type(t) is not int or not 0 <= t < vocab_size:
+            raise VLLMError(f"vLLM token_ids[{k}] = {str(t)[:40]!r} is not a token id of the {vocab_size}-token vocabulary")  # fmt: skip
+    out_lp = []
+    for k, x in enumerate(lp):
+        if type(x) not in (int, float) or not math.isfinite(x) or x > LOGPROB_SLACK:
+            raise VLLMError(f"vLLM token_logprobs[{k}] = {str(x)[:40]!r} is not a finite log-probability <= 0")  # fmt: skip
+        out_lp.append(min(float(x), 0.0))
+    return ids, out_lp
 
 
 class VLLMPolicy(LocalTokensPolicy):
@@ -82,7 +130,14 @@ class VLLMPolicy(LocalTokensPolicy):
         window = next((m.get("max_model_len") for m in client.models() if m["id"] == model), None)
         if window:
             room = int(window) - self.max_new_tokens
+            if room < MIN_PROMPT_TOKENS:
+                raise VLLMError(
+                    f"vLLM {client.base_url} serves {model!r} with max_model_len {window}: no room "
+                    f"for a prompt beside max_new_tokens {self.max_new_tokens}; start it with a "
+                    "larger --max-model-len or lower max_new_tokens"
+                )
             self.max_prompt_tokens = max(1, min(self.max_prompt_tokens, room))
+        self.vocab_size = len(tokenizer)
 
     def payload(self, ids: list[int], seed: int) -> dict[str, Any]:
         """The ``/v1/completions`` request for one prompt."""
@@ -126,22 +181,18 @@ class VLLMPolicy(LocalTokensPolicy):
             resp = self.client.completion(self.payload(ids, seed))
         except VLLMError as e:
             return self._error(str(e))
-        if resp.get("model") != self.model:
-            return self._error(f"vLLM answered as {resp.get('model')!r}, asked {self.model!r}")
-        choice = resp["choices"][0]
-        out_ids = [int(t) for t in choice.get("token_ids") or []]
-        lp = (choice.get("logprobs") or {}).get("token_logprobs") or []
-        if len(lp) != len(out_ids):
-            return self._error(
-                f"vLLM returned {len(out_ids)} token ids but {len(lp)} logprobs; is it a vLLM "
-                "server (return_token_ids needs vLLM >= 0.10.2)?"
+        try:
+            out_ids, lp = parse_completion(
+                resp, model=self.model, vocab_size=self.vocab_size, max_tokens=self.max_new_tokens
             )
+        except VLLMError as e:
+            return self._error(str(e))
         text = self.tokenizer.decode(out_ids, skip_special_tokens=True)
         return Generation(
             message=assistant_message(text),
             prompt_token_ids=ids,
             completion_token_ids=out_ids,
-            completion_logprobs=[float(x) for x in lp],
+            completion_logprobs=lp,
             policy=self.name,
             text=text,
             completion_tokens=len(out_ids),
