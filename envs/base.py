@@ -45,6 +45,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from rankgym.envs.spaces import AssistantActionSpace, MessagesSpace, is_assistant_action
 from rankgym.envs.toolcalls import parse_text, protocol_prompt
 from rankgym.envs.tools import Tool, ToolBox, ToolResult, require_type_hints
+from rankgym.errors import UserError
 
 __all__ = ["Env", "Task", "EpisodeState", "MAX_CALLS_PER_TURN"]
 
@@ -116,6 +117,10 @@ class Env(gymnasium.Env[list[dict[str, Any]], dict[str, Any] | str]):
     tools: Sequence[Callable[..., Any] | Tool] = ()
     text_protocol_in_prompt: bool = True
     """Append the text tool-call protocol and tool list to the system prompt (see docs)."""
+    strict_splits: ClassVar[bool] = False
+    """``reset`` by ``task_id`` only finds tasks of the split asked for (``options["split"]``,
+    else the env's own); a task of another split is refused (``UserError``) instead of being
+    searched for in every split."""
 
     def __init__(self, split: str = "train", max_turns: int | None = None) -> None:
         """Raises TypeError, naming the function, if a class-level tool lacks type hints."""
@@ -206,7 +211,9 @@ class Env(gymnasium.Env[list[dict[str, Any]], dict[str, Any] | str]):
         super().reset(seed=seed)
         options = options or {}
         split = options.get("split") or getattr(self, "split", "train")
-        if options.get("task_id") is not None:
+        if options.get("task_id") is not None and self.strict_splits:
+            task = self._task_in_split(str(options["task_id"]), split)
+        elif options.get("task_id") is not None:
             task = self.get_task(str(options["task_id"]), split)
         else:
             pool = self._tasks_cached(split)
@@ -237,7 +244,7 @@ class Env(gymnasium.Env[list[dict[str, Any]], dict[str, Any] | str]):
         st = self.state
         if st.done:
             raise RuntimeError("the episode is over; call reset() to start a new one")
-        if not is_assistant_action(action):
+        if not (is_assistant_action(action) or _assistant_with_bad_calls(action)):
             raise TypeError(
                 "step() takes a string or an assistant message dict "
                 f"({{'role': 'assistant', 'content': ..., 'tool_calls': [...]}}), got "
@@ -382,6 +389,26 @@ class Env(gymnasium.Env[list[dict[str, Any]], dict[str, Any] | str]):
                     return t
         raise KeyError(f"{self._name()} has no task {task_id!r}")
 
+    def _task_in_split(self, task_id: str, split: str) -> Task:
+        """The task ``task_id`` of ``split``; a ``UserError`` naming the split it is in."""
+        found = next((t for t in self._tasks_cached(split) if t.id == task_id), None)
+        if found is not None:
+            return found
+        other = next(
+            (
+                s
+                for s in self.splits
+                if s != split and any(t.id == task_id for t in self._tasks_cached(s))
+            ),
+            None,
+        )
+        if other is None:
+            raise KeyError(f"{self._name()} has no task {task_id!r}")
+        raise UserError(
+            f"{self._name()}: task {task_id!r} is in split {other!r}, not {split!r}; make the "
+            f"env with split={other!r} or pass options={{'task_id': ..., 'split': {other!r}}}"
+        )
+
     def _tasks_cached(self, split: str) -> list[Task]:
         cache = self.__dict__.setdefault("_task_cache", {})
         if split not in cache:  # a task listed under a split belongs to it
@@ -404,7 +431,13 @@ def _normalise(action: Any) -> dict[str, Any]:
     msg: dict[str, Any] = {"role": "assistant", "content": action.get("content")}
     calls = []
     for tc in action.get("tool_calls") or []:
-        fn = tc["function"]
+        if not isinstance(tc, dict):
+            tc = {}
+        fn = tc["function"] if isinstance(tc.get("function"), dict) else {}
+        if not isinstance(fn.get("name"), str):  # ToolBox.call tells the agent it has no name
+            fn = {"name": "", "arguments": fn.get("arguments")}
+        if not isinstance(tc.get("id"), str):
+            tc = {**tc, "id": None}
         args = fn.get("arguments")
         if args is None:
             args = "{}"
@@ -423,6 +456,17 @@ def _normalise(action: Any) -> dict[str, Any]:
     if calls:
         msg["tool_calls"] = calls
     return msg
+
+
+def _assistant_with_bad_calls(action: Any) -> bool:
+    """An assistant message dict whose ``tool_calls`` list holds malformed calls (a name that
+    is not a string, no ``function``...): the agent's mistake, told to it as a tool error."""
+    return (
+        isinstance(action, dict)
+        and action.get("role", "assistant") == "assistant"
+        and (action.get("content") is None or isinstance(action.get("content"), str))
+        and isinstance(action.get("tool_calls"), list)
+    )
 
 
 def _text_of(action: Any) -> str:

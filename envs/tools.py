@@ -286,6 +286,9 @@ class ToolBox:
         if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
             return ToolResult("Error: malformed tool call (no function name).", False, "")
         name = fn["name"]
+        if not name.strip():
+            msg = "Error: malformed tool call: no function name (give the tool's name as a string)."
+            return ToolResult(msg, False, "")
         t = self.tools.get(name)
         if t is None:
             avail = ", ".join(self.tools) or "none"

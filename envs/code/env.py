@@ -27,7 +27,11 @@ the hidden and visible inputs; this process compares them (``grading.py``). Rewa
 * ``staged``: 0.0 no code or code that does not parse; 0.1 parses but fails to import or
   define the function; ``0.2 + 0.6 * weighted partial`` when it runs; 1.0 when all pass.
 
-A failure of the sandbox itself grades 0 in every reward (stage ``sandbox_error``, logged).
+A failure of the sandbox itself grades 0 in every reward (stage ``sandbox_error``, logged), and
+so do returned values that would cost the grader too much to decode (stage and signal
+``grader_overload``: over 2 s, or more than 8 distinct values sharing one hash, see
+``rankgym.envs.sandbox.codec.DecodeBudget``) or whose comparison raises (stage and signal
+``grader_error``): never a missing reward.
 
 Hack signals: see ``signals.py``; they are in ``info["hack_signals"]`` and never change the
 reward. What it does not do: no multi-file projects, no stdin-driven programs, no tests of
@@ -61,6 +65,8 @@ STAGED_IMPORT, STAGED_RAN, STAGED_SPAN = 0.1, 0.2, 0.6
 MIN_WEIGHT = 0.05
 VISIBLE_FILE = "test_visible.py"
 TOOL_OUTPUT_CHARS = 4000
+_TOOL_SIGNALS = ("sandbox_escape_attempt", "harness_file_access", "ipc_use", "grader_overload")
+"""Signals of a ``run_python``/``run_tests`` run that stay with the episode."""
 
 SYSTEM_PROMPT = (
     "You are a careful Python programmer. Write the requested function, check it with the "
@@ -96,8 +102,10 @@ class Grade:
     """How a submission did: stage reached, per-test results, weights and hack signals."""
 
     stage: str
-    """``no_code``, ``parse_error``, ``import_error``, ``ran``, or ``sandbox_error`` (the sandbox
-    itself failed: 0 in every reward, and a warning is logged)."""
+    """``no_code``, ``parse_error``, ``import_error``, ``ran``, ``sandbox_error`` (the sandbox
+    itself failed), ``grader_overload`` (decoding the returned values went over the grader's
+    budget, ``rankgym.envs.sandbox.codec.DecodeBudget``) or ``grader_error`` (comparing them
+    raised). The last three score 0 in every reward, with a warning logged."""
     hidden: list[bool] = field(default_factory=list)
     visible: list[bool] = field(default_factory=list)
     weights: list[float] = field(default_factory=list)
@@ -124,7 +132,9 @@ class Grade:
             return 0.0
         if kind == "dense":
             return DENSE_SCALE * self.partial if self.stage == "ran" else 0.0
-        if self.stage in ("no_code", "parse_error", "sandbox_error"):
+        if self.stage in ("no_code", "parse_error", "sandbox_error") or self.stage.startswith(
+            "grader_"
+        ):
             return 0.0
         if self.stage == "import_error":
             return STAGED_IMPORT
@@ -198,9 +208,19 @@ def grade_submission(
         files={VISIBLE_FILE: _visible_file(spec)},
         guarded=(VISIBLE_FILE,),
     )
-    hidden = spec.hidden.grade(run.outcomes[: len(hidden_calls)])
-    visible = spec.visible.grade(run.outcomes[len(hidden_calls) :])
     signals = source_signals(code) | run_signals(run, len(hidden_calls) + len(visible_calls))
+    if run.overloaded:  # its values would have cost the grader more than their budget
+        log.warning("%s: the returned values overloaded the grader, graded 0", spec.task_id)
+        err = next((o.error for o in run.outcomes if (o.error or "").startswith("grader_")), None)
+        return Grade("grader_overload", [False] * n, [], w, sorted(signals), err)
+    try:
+        hidden = spec.hidden.grade(run.outcomes[: len(hidden_calls)])
+        visible = spec.visible.grade(run.outcomes[len(hidden_calls) :])
+    except Exception as e:  # noqa: BLE001 - comparing with the candidate's values failed: 0
+        log.warning("%s: grading the returned values raised %r, graded 0", spec.task_id, e)
+        signals.add("grader_error")
+        msg = f"grading raised {type(e).__name__}: {str(e)[:200]}"
+        return Grade("grader_error", [False] * n, [], w, sorted(signals), msg)
     if visible and all(visible) and not all(hidden):
         signals.add("visible_pass_hidden_fail")
     stage = {"done": "ran", "imported": "ran", "parse_error": "parse_error"}.get(run.stage)
@@ -269,10 +289,7 @@ class CodeTestsEnv(Env):
     def _note(self, run: RunResult) -> None:
         tool_signals = self.state.scratch.setdefault("tool_signals", [])
         for name in sorted(run_signals(run, len(run.outcomes))):
-            if (
-                name in ("sandbox_escape_attempt", "harness_file_access")
-                and name not in tool_signals
-            ):
+            if name in _TOOL_SIGNALS and name not in tool_signals:
                 tool_signals.append(name)
 
     # ---- tools ------------------------------------------------------------------------

@@ -77,9 +77,12 @@ def same(got: Any, want: Any) -> bool:
         return False
     num = (int, float)
     if type(got) in num and type(want) in num and (float in (type(got), type(want))):
-        if math.isnan(got) and math.isnan(want):
-            return True
-        return math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-9)
+        try:
+            if math.isnan(got) and math.isnan(want):
+                return True
+            return math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-9)
+        except OverflowError:  # an int beyond any float: never within 1e-9 of a float
+            return False
     if type(got) is not type(want):
         return False
     if type(want) in (list, tuple):

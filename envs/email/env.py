@@ -122,6 +122,7 @@ class EmailSearchEnv(Env):
     max_turns = 10
     success_threshold = 1.0
     splits = ("train", "test", "agentdojo")
+    strict_splits = True  # a train env never resets to a test task by id (issue 26)
 
     def __init__(
         self,

@@ -65,12 +65,21 @@ from pathlib import Path
 from typing import Any
 
 from rankgym.envs.sandbox import worker
-from rankgym.envs.sandbox.codec import CodecError, Opaque, decode, encode
+from rankgym.envs.sandbox.codec import (
+    CodecError,
+    CodecOverload,
+    DecodeBudget,
+    Opaque,
+    decode,
+    encode,
+)
 from rankgym.envs.sandbox.worker import PROJECT_ROOT
 
 __all__ = [
     "CallOutcome",
     "CodecError",
+    "CodecOverload",
+    "DecodeBudget",
     "Limits",
     "Opaque",
     "RunResult",
@@ -131,9 +140,15 @@ class RunResult:
     events: list[dict[str, Any]] = field(default_factory=list)
     harness_changed: list[str] = field(default_factory=list)
     isolation: dict[str, Any] = field(default_factory=dict)
+    ipc_objects: int = 0
+    """SysV IPC objects (shm segments, semaphore sets, message queues) the run left in its own
+    IPC namespace when its first process ended (all freed with the namespace)."""
     leftover_killed: int = 0
     """Processes of the run still alive after the supervisor returned (killed by the parent)."""
     protocol_errors: int = 0
+    overloaded: bool = False
+    """Decoding the returned values went over the grader's budget (``codec.DecodeBudget``):
+    the value that did and every later one came back as a ``grader_overload`` error."""
     wall_s: float = 0.0
 
     @property
@@ -304,9 +319,11 @@ class Sandbox:
             timed_out=bool(rep["timed_out"]),
             output_limit=bool(rep["output_limit"]),
             harness_changed=list(rep["harness_changed"]),
+            ipc_objects=int(rep.get("ipc_objects") or 0),
             isolation=dict(rep["isolation"]),
         )
         outcomes: dict[int, CallOutcome] = {}
+        budget = DecodeBudget()  # for all of the run's values together
         for line in rep["results"].splitlines():
             try:
                 msg = json.loads(line)
@@ -329,9 +346,14 @@ class Sandbox:
                 i = msg["i"]
                 if i in outcomes:  # a second answer to the same call: keep the first
                     res.protocol_errors += 1
+                elif "ok" in msg and res.overloaded:  # the budget is spent: decode no more
+                    outcomes[i] = CallOutcome(True, False, error="grader_overload: not decoded")
                 elif "ok" in msg:
                     try:
-                        outcomes[i] = CallOutcome(True, True, decode(msg["ok"]))
+                        outcomes[i] = CallOutcome(True, True, decode(msg["ok"], 0, budget))
+                    except CodecOverload as e:
+                        res.overloaded = True
+                        outcomes[i] = CallOutcome(True, False, error=f"grader_overload: {e}")
                     except CodecError as e:
                         outcomes[i] = CallOutcome(True, False, error=f"bad return value: {e}")
                 else:

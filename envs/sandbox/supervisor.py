@@ -188,6 +188,8 @@ def _candidate(req, out_w, err_w, res_w, libc, iso):
         detail = ""
         if args and isinstance(args[0], (str, bytes)):
             detail = os.fsdecode(args[0])[:300]
+        elif event == "ctypes.dlsym" and len(args) > 1 and isinstance(args[1], str):
+            detail = args[1][:300]  # the C function looked up (shmget, mq_open...)
         if event == "open":
             if not detail:
                 return
@@ -305,7 +307,7 @@ def _read_pipes(fds, zsock, deadline, caps):
 
 def _kill_all(pid, status, uid, iso, zsock):
     """SIGKILL the candidate's session, everything in its cgroups and every process of its uid;
-    returns the candidate's wait status."""
+    returns what the zygote reported (``_child_status``)."""
     with contextlib.suppress(OSError):
         os.killpg(pid, signal.SIGKILL)
     with contextlib.suppress(OSError):
@@ -381,11 +383,12 @@ def _workdir_report(req):
 
 
 def _child_status(zsock):
-    """The candidate's wait status, as its parent (the zygote) reports it."""
-    msg = zsock.recv(16)
-    if len(msg) != 16:
+    """(the candidate's wait status, SysV IPC objects left in its run's namespace), as its
+    parent (the zygote) reports them."""
+    msg = zsock.recv(24)
+    if len(msg) != 24:
         raise RuntimeError("the zygote is gone")
-    return struct.unpack(">qq", msg)[1]
+    return struct.unpack(">qqq", msg)[1:]
 
 
 def zygote(zsock, libc):
@@ -397,8 +400,13 @@ def zygote(zsock, libc):
     for name in PRELOAD.split():
         with contextlib.suppress(Exception):
             __import__(name)
+    home_ipc = _ns_fd("ipc")
     while zsock.recv(1):
         pipes = [os.pipe() for _ in range(4)]  # request, stdout, stderr, results
+        # each run gets an IPC namespace of its own (the zygote enters it to fork the candidate
+        # and leaves it after counting what was left in it): SysV segments, semaphores, message
+        # queues and POSIX message queues die with the run's last process, never outlive it
+        run_ipc = home_ipc is not None and libc.unshare(CLONE_NEWIPC) == 0
         pid = os.fork()
         if pid == 0:
             zsock.close()
@@ -422,8 +430,28 @@ def zygote(zsock, libc):
         for fd in theirs:
             os.close(fd)
         _, status = os.waitpid(pid, 0)
-        zsock.send(struct.pack(">qq", pid, status))
+        ipc = _sysv_objects() if run_ipc else -1
+        if run_ipc and libc.setns(home_ipc, CLONE_NEWIPC) != 0:
+            os._exit(71)  # cannot leave the run's namespace: the next run would share it
+        zsock.send(struct.pack(">qqq", pid, status, ipc))
     os._exit(0)
+
+
+def _ns_fd(kind):
+    """An fd of this process's ``kind`` namespace (to come back to with ``setns``), or None."""
+    try:
+        return os.open(f"/proc/self/ns/{kind}", os.O_RDONLY)
+    except OSError:
+        return None
+
+
+def _sysv_objects():
+    """SysV shared memory segments, semaphore sets and message queues in this IPC namespace."""
+    n = 0
+    for kind in ("shm", "sem", "msg"):
+        with contextlib.suppress(OSError), open(f"/proc/sysvipc/{kind}") as f:
+            n += max(0, len(f.read().splitlines()) - 1)
+    return n
 
 
 def run_one(req, iso, libc, zsock):
@@ -441,7 +469,8 @@ def run_one(req, iso, libc, zsock):
     lim = req["limits"]
     caps = {fds[0]: lim["output_chars"], fds[1]: lim["output_chars"], fds[2]: lim["result_bytes"]}
     bufs, total, status, timed_out, over = _read_pipes(fds, zsock, t0 + lim["wall_s"], caps)
-    status = _kill_all(pid, status, req["uid"], iso, zsock)
+    status, ipc_left = _kill_all(pid, status, req["uid"], iso, zsock)
+    iso["run_ipc_ns"] = ipc_left >= 0
     _reap()
     for fd in fds:
         os.close(fd)
@@ -457,6 +486,7 @@ def run_one(req, iso, libc, zsock):
         "output_limit": over,
         "harness_changed": changed,
         "n_files": n_files,
+        "ipc_objects": max(0, ipc_left),
         "isolation": iso,
         "wall_s": round(time.monotonic() - t0, 4),
     }

@@ -15,6 +15,7 @@ import rankgym.envs  # noqa: F401  (registers the env ids)
 from rankgym.envs.email.agentdojo_source import agentdojo_root
 from rankgym.envs.email.env import EmailSearchEnv, EmailTask
 from rankgym.envs.policies import RandomPolicy
+from rankgym.errors import UserError
 
 ENV_ID = "rankgym/EmailSearch-v0"
 
@@ -26,7 +27,7 @@ def call(name: str, **args) -> dict:
 
 @pytest.fixture(scope="module")
 def env() -> EmailSearchEnv:
-    e = gymnasium.make(ENV_ID, disable_env_checker=True).unwrapped
+    e = gymnasium.make(ENV_ID, disable_env_checker=True, split="test").unwrapped
     assert isinstance(e, EmailSearchEnv)
     return e
 
@@ -131,7 +132,7 @@ def test_search_results_are_at_most_ten_and_read_shows_the_whole_email(env):
     assert len(rows) == 10
     assert set(rows[0]) >= {"id", "sender", "date", "subject", "snippet"}
     email = db.read_email(task.source_id)
-    env.reset(options={"task_id": task.id})
+    env.reset(options={"task_id": task.id, "split": "train"})
     out = env.step(call("read_email", message_id=f" [{task.source_id}] "))[0][0]["content"]
     assert out == email.as_text() and email.body in out
 
@@ -189,6 +190,17 @@ def test_agentdojo_tasks_are_served_and_checkable(env):
     assert fb.distractor_ids == ["agentdojo-31"]  # the phishing look-alike
     r, *_ = play(env, fb, [call("answer", text="The code is 463820.", sources=["agentdojo-31"])])
     assert r == 0.75  # right code, cited the phishing email
+
+
+def test_a_train_env_refuses_to_reset_to_a_test_task_by_id_and_names_the_split(env):
+    train_env = EmailSearchEnv(split="train")
+    test_task = env.tasks("test")[0]
+    with pytest.raises(UserError, match=r"is in split 'test', not 'train'.*split='test'"):
+        train_env.reset(options={"task_id": test_task.id})
+    _, info = train_env.reset(options={"task_id": test_task.id, "split": "test"})  # asked for
+    assert info["split"] == "test"
+    with pytest.raises(KeyError, match="no task"):
+        train_env.reset(options={"task_id": "no-such-task"})
 
 
 def test_small_corpus_configuration_has_prefixed_task_ids():
