@@ -1,0 +1,175 @@
+"""rankgym inside TRL, ART and verifiers: the real packages, the rankgym judge and store.
+
+The judge model is the tests' scripted LiteLLM provider ``trainerfake/hash`` (a real
+``litellm.CustomLLM`` whose scores are a hash of each trajectory's text); every other piece —
+``trl.GRPOTrainer``, ``accelerate launch``, ``art.TrajectoryGroup``, the rankgym envs, judge,
+store and dashboard — is the real one. A missing extra skips its tests with the install command.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import need
+from trainer_helpers import install_fake_judge, save_tiny_model
+
+from rankgym.store import Store
+
+ROOT = Path(__file__).resolve().parents[2]
+APP = ROOT / "dashboard" / "app.py"
+JUDGE = "trainerfake/hash"
+TRL = "pip install 'rankgym[trl]'"
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return save_tiny_model(tmp_path_factory.mktemp("tiny") / "model")
+
+
+def _chat(text: str) -> list[dict]:
+    return [{"role": "assistant", "content": text}]
+
+
+# ---------------------------------------------------------------- TRL: env and reward, fast
+
+
+def test_a_rankgym_env_becomes_a_trl_environment_whose_tools_run_through_the_env() -> None:
+    need("trl", TRL)
+    from transformers.utils import get_json_schema
+
+    from rankgym.integrations.trl import trl_dataset, trl_environment
+
+    cls = trl_environment("rankgym/ToolUse-v0", difficulty="easy", families=["calc"])
+    schema = get_json_schema(cls.calculate)["function"]
+    assert schema["name"] == "calculate"
+    assert schema["parameters"]["required"] == ["expression"]
+    rows = trl_dataset("rankgym/ToolUse-v0", limit=2, difficulty="easy", families=["calc"])
+    row = rows[0]
+    assert [m["role"] for m in row["prompt"]] == ["system", "user"]
+    assert "<tool_call>" not in row["prompt"][0]["content"]  # TRL renders tools natively
+
+    env = cls()
+    assert env.reset(**row) is None  # the row's prompt is the prompt
+    task = env.env.state.task
+    assert env.calculate(expression="2 + 3") == "5"
+    assert env.lookup(table="x", key="y", column="z").startswith("Error")  # not this task's tool
+    assert env._verify(f"The answer is {task.answer}.") == 1.0
+    assert env._verify(f"The answer is {task.answer}.") == 1.0  # idempotent
+    env.reset(**rows[1])  # instances are reused: a new episode
+    assert env._verify("no idea") == 0.0
+
+
+def test_group_judge_reward_judges_each_prompts_completions_as_one_group(store_path: Path) -> None:
+    from rankgym.integrations.trl import GroupJudgeReward
+
+    install_fake_judge()
+    reward = GroupJudgeReward(JUDGE, store=store_path, run_id="r", num_generations=3)
+    prompts = ["What is 2+2?"] * 3 + ["Name a colour."] * 3
+    texts = ["4", "four", "4", "red", "blue", "green"]  # the first prompt has twins
+    state = type("State", (), {"global_step": 7})()
+    got = reward(prompts=prompts, completions=[_chat(t) for t in texts], trainer_state=state)
+    reward.close()
+    assert got[0] == got[2]  # identical completions, shown once, the same score
+    with Store(store_path, readonly=True) as s:
+        groups = [s.get_group(i) for i in s.group_ids("r")]
+        assert sorted(len(g.trajectories) for g in groups) == [3, 3]
+        assert {g.step for g in groups} == {7}
+        by_text = {t.messages[-1].content: t.id for g in groups for t in g.trajectories}
+        scores = {k: v for g in groups for k, v in g.judgement.score_map().items()}
+        assert [scores[by_text[t]] for t in ["four", "red", "blue", "green"]] == [got[1], *got[3:]]
+        assert s.steps("r")[0]["metrics"]["groups"] == 2
+    with pytest.raises(ValueError, match="num_generations=4"):
+        GroupJudgeReward(JUDGE, num_generations=4)(
+            prompts=prompts, completions=[_chat(t) for t in texts]
+        )
+
+
+def test_group_judge_reward_refuses_bad_options_with_the_fix() -> None:
+    from rankgym.errors import UserError
+    from rankgym.integrations.trl import GroupJudgeReward
+
+    with pytest.raises(UserError, match="provider/model"):
+        GroupJudgeReward("gpt4")
+    with pytest.raises(UserError, match="verifier_weight"):
+        GroupJudgeReward(JUDGE, verifier_weight=2.0)
+    with pytest.raises(UserError, match="check_env"):
+        GroupJudgeReward(JUDGE, check_groups=2)
+
+
+# ---------------------------------------------------------------- TRL: real training runs
+
+
+def _dashboard_reads(store: Path, monkeypatch: pytest.MonkeyPatch, groups: int) -> None:
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("RANKGYM_STORE", str(store))
+    at = AppTest.from_file(str(APP), default_timeout=60)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    at.switch_page("views/groups.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert f"{groups} groups match" in at.caption[0].value
+    gid = at.dataframe[0].value["id"].iloc[0]
+    at.query_params["group"] = gid
+    at.switch_page("views/groups.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def _judged(store: Path) -> list:
+    with Store(store, readonly=True) as s:
+        groups = [s.get_group(i) for i in s.group_ids("trl-tiny")]
+        steps = [r["step"] for r in s.steps("trl-tiny")]
+    assert steps == [0, 1]
+    for g in groups:
+        assert g.env_id == "rankgym/ToolUse-v0" and g.task_id.startswith("tooluse-calc-easy")
+        assert len(g.trajectories) == 4 and g.judgement.status == "ok"
+        assert all(t.verifiable_reward is not None for t in g.trajectories)
+        assert len(g.judgement.presentations) == 2  # permutations=2
+    return groups
+
+
+@pytest.mark.slow
+def test_two_grpo_steps_leave_judged_groups_the_dashboard_reads(
+    tiny_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, one_torch_thread
+) -> None:
+    need("trl", TRL)
+    from trl_run import run
+
+    store = tmp_path / "trl.db"
+    result = run(str(tiny_dir), str(store), str(tmp_path / "out"))
+    assert result == {"calls": 2, "global_step": 2}
+    groups = _judged(store)
+    assert sorted(g.step for g in groups) == [0, 1]
+    for g in groups:  # the reward TRL trained on is the blend of the stored judge score
+        for t in g.trajectories:
+            assert 0.0 <= g.judgement.score_map()[t.id] <= 1.0
+    _dashboard_reads(store, monkeypatch, groups=2)
+
+
+@pytest.mark.slow
+def test_the_same_run_under_accelerate_launch_with_two_cpu_processes(
+    tiny_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    need("trl", TRL)
+    accelerate = Path(sys.executable).parent / "accelerate"
+    if not accelerate.exists():
+        pytest.skip(f"accelerate is not installed: {TRL}")
+    store, out = tmp_path / "trl.db", tmp_path / "out"
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    run = subprocess.run(
+        [str(accelerate), "launch", "--config_file", str(ROOT / "samples" / "accelerate-cpu-2proc.yaml"),
+         str(Path(__file__).parent / "trl_run.py"), str(tiny_dir), str(store), str(out),
+         "--per-device", "2"],
+        env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    # 2 completions per process, 4 per group: every group straddles both ranks, and is whole
+    results = [json.loads((out / f"result{r}.json").read_text()) for r in (0, 1)]
+    assert results[0] == results[1] == {"calls": 2, "global_step": 2}
+    assert len(_judged(store)) == 2
+    _dashboard_reads(store, monkeypatch, groups=2)
