@@ -4,7 +4,9 @@
 the batch together. Each round it collects the episodes waiting for the model, makes *one*
 batched ``policy.generate`` call for all of them, then steps each env with its message. An
 assistant turn keeps the policy's prompt/completion token ids and sampler logprobs as a
-``rankgym.types.Turn``; a group is handed to ``on_group`` the moment its last episode ends.
+``rankgym.types.Turn``; a group is handed to ``on_group`` the moment its last episode ends,
+carrying the env's tool schemas once (``Group.tools``, from ``reset``'s ``info["tools"]``; see
+``rollout_episode.py``), so the judge sees the tools the agent had.
 
 Determinism: the task selection, each episode's env seed and the per-episode sampling seed the
 policy receives all derive from ``(seed, step, task id, index)``, so the same call gives the
@@ -31,10 +33,9 @@ from __future__ import annotations
 import copy
 import logging
 import random
-import re
 import time
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tqdm.auto import tqdm
@@ -42,10 +43,14 @@ from tqdm.auto import tqdm
 from rankgym.envs.base import Env, Task
 from rankgym.envs.policies import EpisodeContext, Generation, Policy, derive_seed
 from rankgym.envs.registry import make
+from rankgym.envs.rollout_episode import Episode as _Episode
+from rankgym.envs.rollout_episode import assemble_group
+from rankgym.envs.rollout_episode import clean_message as _clean
+from rankgym.envs.rollout_episode import count_surrogates as _count_surrogates
 from rankgym.envs.rollout_report import RolloutResult, error_kind, error_lines, summarize
 from rankgym.errors import StoreBusy
 from rankgym.terminal import printable
-from rankgym.types import Group, Message, Trajectory, Turn, content_hash
+from rankgym.types import Group, Turn, content_hash
 
 if TYPE_CHECKING:
     from rankgym.store import Store
@@ -64,32 +69,9 @@ log = logging.getLogger(__name__)
 
 MAX_FAILED_IN_A_ROW = 3
 """``rollout_to_store`` stops when this many groups in a row cannot be stored."""
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 EnvSource = str | Callable[[], Env]
 """A registered env id, or a zero-argument factory returning a fresh ``Env``."""
-_MESSAGE_KEYS = set(Message.model_fields) - {"schema_version"}
-
-
-@dataclass
-class _Episode:
-    group: int
-    index: int
-    task: Task
-    env: Env | None
-    seed: int
-    traj_id: str
-    messages: list[dict[str, Any]] = field(default_factory=list)
-    tools: list[dict[str, Any]] = field(default_factory=list)
-    turns: list[Turn] = field(default_factory=list)
-    done: bool = False
-    truncated: bool = False
-    error: str | None = None
-    verifiable_reward: float | None = None
-    hack_signals: list[str] = field(default_factory=list)
-    counts: dict[str, int | float] = field(default_factory=dict)
-    started: float = 0.0
-    ended: float = 0.0
 
 
 def _env_factory(env: EnvSource) -> tuple[Callable[[], Env], str | None]:
@@ -243,14 +225,7 @@ def rollout_groups(
         remaining[ep.group] -= 1
         if remaining[ep.group] == 0:
             _, task, gid = plans[ep.group]
-            group = Group(
-                id=gid,
-                run_id=run_id,
-                step=step,
-                env_id=env_id,
-                task_id=str(task.id),
-                trajectories=[_trajectory(e, env_id) for e in episodes_of[ep.group]],
-            )
+            group = assemble_group(gid, run_id, step, env_id, task, episodes_of[ep.group])
             finished[ep.group] = group
             if on_group is not None:
                 on_group(group)
@@ -384,45 +359,6 @@ def _advance(ep: _Episode, gen: Generation, turn_cap: int, cap_is_user_limit: bo
         ep.truncated, ep.done = True, True
         if not cap_is_user_limit:
             ep.error = f"env did not end the episode after {len(ep.turns)} turns (max_turns + 2)"
-
-
-def _count_surrogates(message: dict[str, Any]) -> int:
-    """Lone surrogates (text that is not valid Unicode) in a message's content and tool calls."""
-    texts = [message.get("content")]
-    for tc in message.get("tool_calls") or []:
-        fn = tc.get("function") if isinstance(tc, dict) else None
-        if isinstance(fn, dict):
-            texts += [fn.get("name"), fn.get("arguments")]
-    return sum(len(_SURROGATE.findall(t)) for t in texts if isinstance(t, str) and not t.isascii())
-
-
-def _clean(m: dict[str, Any]) -> dict[str, Any]:
-    """An OpenAI message dict with only the keys ``rankgym.types.Message`` knows."""
-    return {k: v for k, v in dict(m).items() if k in _MESSAGE_KEYS}
-
-
-def _trajectory(ep: _Episode, env_id: str) -> Trajectory:
-    wall = (ep.ended or time.perf_counter()) - ep.started
-    metrics: dict[str, float | int | None] = {"turns": len(ep.turns), **ep.counts}
-    metrics["wall_time_s"] = round(wall, 4)
-    try:
-        messages = [Message.model_validate(m) for m in ep.messages]
-        error = ep.error
-    except Exception as e:  # an env emitted something that is not an OpenAI message
-        messages, error = [], f"invalid message from env: {e}"
-    return Trajectory(
-        id=ep.traj_id,
-        env_id=env_id,
-        task_id=str(ep.task.id),
-        seed=ep.seed,
-        messages=messages,
-        turns=ep.turns if error is None or messages else [],
-        verifiable_reward=ep.verifiable_reward,
-        metrics=metrics,
-        hack_signals=ep.hack_signals,
-        truncated=ep.truncated,
-        error=error,
-    )
 
 
 class _StoreWriter:

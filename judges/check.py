@@ -231,7 +231,24 @@ def calibration_groups(cfg: CheckConfig, store: Store | None = None) -> list[Gro
     by_id = {g.id: g for g in new}
     ids = kept + [g.id for g in new]
     loaded = [by_id.get(i) or store.get_group(i) for i in ids]
+    _add_missing_tools(loaded, factory, cfg.split, store)
     return sorted(loaded, key=lambda g: ids.index(g.id))
+
+
+def _add_missing_tools(groups: list[Group], factory: Any, split: str, store: Store) -> None:
+    """Give groups stored before tools were kept (schema < 5) their env's tool schemas."""
+    env = None
+    for g in groups:
+        if g.tools or not g.trajectories:
+            continue
+        env = env or factory()
+        try:
+            _, info = env.reset(seed=0, options={"task_id": g.task_id, "split": split})
+        except Exception:  # noqa: BLE001 - the task is gone: judge it without a tools section
+            continue
+        g.tools = list(info.get("tools") or [])
+        if g.tools:
+            store.put_group(g)
 
 
 def check_orders(group: Group, permutations: int, seed: int) -> list[list[str]]:
@@ -338,7 +355,8 @@ def run_check(
     rollout_s = time.perf_counter() - t0
     if store is not None:
         store.put_judge_spec(spec)
-    judge = GroupJudge(spec, store, concurrency=cfg.concurrency, retry=retry)
+    tools = {g.id: g.tools for g in groups if g.tools}  # the env's tools reach the judge
+    judge = GroupJudge(spec, store, concurrency=cfg.concurrency, retry=retry, tools=tools)
 
     async def main() -> list[Judgement]:
         return list(

@@ -151,10 +151,11 @@ def _dry_run(
         orders = presentation_orders(shown, args.permutations, spec.seed, g.content_hash())
         pres = []
         for k, order in enumerate(orders):
+            tools = g.tools or None  # what GroupJudge shows: the group's own tool schemas
             hit = (
-                store.cache_get(spec.spec_hash, presentation_cache_key(g, order, None)) is not None
+                store.cache_get(spec.spec_hash, presentation_cache_key(g, order, tools)) is not None
             )
-            prompt = build_prompt(g, spec.rubric, order)
+            prompt = build_prompt(g, spec.rubric, order, tools)
             n = count_tokens(spec.model, prompt.messages)
             fits = budget is None or n <= budget
             pres.append(
@@ -244,7 +245,9 @@ def _judge_all(
         async def one(gid: str) -> Any:
             async with loading:
                 g = store.get_group(gid)
+                judge.tools[g.id] = g.tools  # the env's tool schemas, stored with the group
                 j = await judge.judge_and_record(g, args.permutations)
+                judge.tools.pop(g.id, None)
             done.append(j)
             bar.update(1)
             bar.set_postfix(unjudged=sum(1 for r in done if r.status != "ok"))

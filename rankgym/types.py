@@ -221,9 +221,15 @@ class Group(_Model):
     task_id: str
     trajectories: list[Trajectory]
     judgement: Judgement | None = None
+    tools: list[dict[str, Any]] = Field(default_factory=list)
+    """The OpenAI tool schemas the env offered in this group's episodes (stored once per group,
+    shown to the judge). Empty for groups written before tools were kept, or tool-less envs."""
 
     def content_hash(self) -> str:
-        """Hash of the group as the judge sees it: task plus each trajectory's messages, by id."""
+        """Hash of the group as the judge sees it: task plus each trajectory's messages, by id.
+
+        ``tools`` are left out (a group stored before tools were kept keeps its hash, labels and
+        scores); the judge cache key adds them itself (``presentation_cache_key``)."""
         return content_hash(
             {
                 "env": self.env_id,

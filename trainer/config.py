@@ -176,6 +176,22 @@ class SFTSection(_Section):
         return self
 
 
+class MonitorSection(_Section):
+    """The judge monitor and its guard (``trainer/monitor.py``; docs/judging.md)."""
+
+    guard: Literal["auto", "on", "off"] = "auto"
+    """Stop the run once the judge's running agreement with the verifier (or people) is shown
+    to be no better than chance. ``auto`` = on when ``reward.kind = "judge"``."""
+    min_pairs: int = Field(30, ge=1, le=10_000_000)
+    """Pairs the verifier orders that the guard needs before it may stop a run."""
+    min_groups: int = Field(6, ge=2, le=1_000_000)
+    """Groups with such pairs that the guard needs (the CI is a bootstrap over groups)."""
+    window: int = Field(4, ge=1, le=1_000_000)
+    """The guard also looks at the last ``window`` steps alone (a judge that turns mid-run)."""
+    resamples: int = Field(1000, ge=100, le=100_000)
+    """Bootstrap resamples of each CI."""
+
+
 class TrainConfig(_Section):
     name: str | None = None
     seed: int = Field(0, ge=0, le=2**63 - 1)
@@ -199,6 +215,8 @@ class TrainConfig(_Section):
     """Roll out through a vLLM server with one LoRA adapter per step (``adapter_sync.py``)."""
     router: RouterConfig | None = None
     """LiteLLM Router for the judge: deployments, fallbacks, rpm/tpm, retry budget."""
+    monitor: MonitorSection = Field(default_factory=MonitorSection)
+    """Judge-vs-verifier agreement every step, and the guard that stops a judge-only run."""
 
     @property
     def store_path(self) -> str:

@@ -33,7 +33,6 @@ judge retries beyond what ``judges.group_judge`` does (an unjudged group gets no
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from dataclasses import replace
@@ -51,6 +50,7 @@ from rankgym.trainer.distributed import from_env as dist_from_env
 from rankgym.trainer.distributed import rank_config
 from rankgym.trainer.finite import check_update
 from rankgym.trainer.grpo import Sample, group_advantages, grpo_update, trajectory_rows
+from rankgym.trainer.monitor import JudgeGuardStop, JudgeMonitor, watch_step
 from rankgym.trainer.preflight import judge_preflight
 from rankgym.trainer.rewards import (
     StepMetrics,
@@ -71,7 +71,9 @@ from rankgym.types import Group
 log = logging.getLogger(__name__)
 
 # Config keys that may change between a run and its resumption.
-RESUMABLE_CHANGES = {"steps", "out_dir", "store", "keep_checkpoints", "eval", "vllm", "router"}
+RESUMABLE_CHANGES = {
+    "steps", "out_dir", "store", "keep_checkpoints", "eval", "vllm", "router", "monitor",
+}  # fmt: skip
 
 
 class Trainer:
@@ -181,6 +183,7 @@ class Trainer:
             self.judge_check = judge_preflight(
                 self.cfg, self.spec, force=self.force, echo=self.echo
             )
+        self.judge_check = self.dist.broadcast(self.judge_check)  # every rank's no-signal check
         self._build_model()
         self.optimizer, self.scheduler = make_optimizer(self.model, cfg)
         self.bf16 = use_bf16(cfg.optim.bf16, cfg.policy.device)
@@ -199,6 +202,15 @@ class Trainer:
             self._warm_start()
         if self.resume:
             self._load_latest()
+        self.monitor = None
+        if self.spec is not None:  # the judge is watched on every step's groups
+            from rankgym.trainer.monitor import restore
+            from rankgym.trainer.step_data import stored_manifests
+
+            self.monitor = JudgeMonitor(
+                cfg.monitor, cfg.reward.kind, self.success_threshold, cfg.seed
+            )
+            restore(self.monitor, self.store, stored_manifests(self.out, self.start_step))
         self.policy = TransformersPolicy(
             self.model,
             self.tokenizer,
@@ -271,78 +283,9 @@ class Trainer:
         return self.dist.broadcast(self._rollout_and_judge_main(step) if self.dist.main else None)
 
     def _rollout_and_judge_main(self, step: int) -> tuple[list[Group], dict[str, Any]]:
-        from rankgym.envs.rollout import rollout_groups
+        from rankgym.trainer.step_data import rollout_and_judge
 
-        cfg = self.cfg
-        timing: dict[str, Any] = {"reused_rollout": False}
-        man = ckpt.manifest_path(self.out, step)
-        if man.is_file():
-            saved = json.loads(man.read_text())
-            spec_hash = saved.get("spec_hash")
-            groups = [self.store.get_group(gid, spec_hash) for gid in saved["group_ids"]]
-            timing.update(saved.get("timing", {}), reused_rollout=True)
-            return groups, timing
-        self._phase_threads(timing, "rollout")
-        t0 = time.perf_counter()
-        expected = self._serve_adapter(step)
-        groups = rollout_groups(
-            self.env,
-            self.policy,
-            n_tasks=cfg.env.tasks_per_step,
-            group_size=cfg.env.group_size,
-            split=cfg.env.split,
-            seed=cfg.seed,
-            run_id=self.run_id,
-            step=step,
-            progress=self.progress,
-            stratify=cfg.env.stratify,
-        )
-        stale = {
-            tu.policy
-            for g in groups
-            for t in g.trajectories
-            for tu in t.turns
-            if tu.policy != expected
-        }
-        if stale:
-            raise RuntimeError(
-                f"step {step}: rollouts came from {sorted(map(str, stale))}, expected {expected!r}; "
-                "the policy is not serving the current adapter"
-            )
-        timing["rollout_s"] = time.perf_counter() - t0
-        timing["rollout_completion_tokens"] = sum(
-            len(tu.completion_token_ids) for g in groups for t in g.trajectories for tu in t.turns
-        )
-        self.store.put_groups(groups)
-        judge_summary: dict[str, Any] = {}
-        if self.spec is not None:
-            from rankgym.judges.group_judge import judge_groups_sync, summarize
-
-            self._phase_threads(timing, "judge")
-            t1 = time.perf_counter()
-            js = judge_groups_sync(
-                groups,
-                self.spec,
-                self.store,
-                permutations=cfg.judge.permutations,
-                concurrency=cfg.judge.concurrency,
-                tools={g.id: g.tools for g in groups if g.tools},  # the env's tools
-            )
-            judge_summary = summarize(js, self.spec.spec_hash)
-            timing["judge_s"] = time.perf_counter() - t1
-        else:
-            timing["judge_s"] = 0.0
-        timing["judge"] = judge_summary
-        ckpt.write_json_atomic(
-            man,
-            {
-                "step": step,
-                "group_ids": [g.id for g in groups],
-                "spec_hash": self.spec.spec_hash if self.spec else None,
-                "timing": timing,
-            },
-        )
-        return groups, timing
+        return rollout_and_judge(self, step)
 
     def step(self, step: int) -> StepMetrics:
         """Run training step ``step`` (0-based); returns its metrics (also logged)."""
@@ -357,6 +300,7 @@ class Trainer:
             hack_penalty=cfg.reward.hack_penalty,
         )
         adv = group_advantages(sr.rewards, cfg.reward.scale_rewards)
+        watched = watch_step(self, step, groups, adv.values)  # may stop the run (monitor.py)
         samples = [
             Sample(trajectory_rows(t.turns), a)
             for g, advs in zip(groups, adv.values, strict=True)
@@ -398,6 +342,7 @@ class Trainer:
         )
         if self.sync is not None:
             metrics = replace(metrics, extra=dict(self.sync.last))
+        metrics = replace(metrics, **watched)
         if metrics.no_signal:
             self.echo(
                 f"step {step}: no signal ({adv.zero_variance_groups}/{len(groups)} groups had "
@@ -459,6 +404,23 @@ class Trainer:
 
     # ---- whole run ------------------------------------------------------------------------
 
+    def _stopped(self, stop: JudgeGuardStop) -> None:
+        """The guard stopped the run: keep the last adapter, write ``guard_stop.json``, close."""
+        final = ckpt.latest_checkpoint(self.out)
+        adapter = ckpt.copy_adapter(final, self.out / "adapter") if final else None
+        report = {
+            **stop.report,
+            "message": str(stop),
+            "adapter": str(adapter) if adapter else None,
+            "monitor": self.monitor.summary() if self.monitor is not None else None,
+        }
+        if self.dist.main:
+            ckpt.write_json_atomic(self.out / "guard_stop.json", report)
+        stop.report = report
+        if self.sync is not None:
+            self.sync.close()
+        self.store.close()
+
     def run(self) -> dict[str, Any]:
         self.setup()
         cfg = self.cfg
@@ -468,7 +430,11 @@ class Trainer:
         if self.start_step >= cfg.steps:
             self.echo(f"run {self.run_id} already has {self.start_step} steps; nothing to do")
         for k in range(self.start_step, cfg.steps):
-            m = self.step(k)
+            try:
+                m = self.step(k)
+            except JudgeGuardStop as stop:
+                self._stopped(stop)
+                raise
             history.append(m)
             self.echo(step_line(m, k, cfg.steps))
             if (
@@ -502,6 +468,7 @@ class Trainer:
             "wall_s": round(time.perf_counter() - t0, 1),
             "evals": evals,
             "sft": self.sft_summary,
+            "monitor": self.monitor.summary() if self.monitor is not None else None,
         }
         if self.sync is not None:
             self.sync.close()

@@ -42,7 +42,8 @@ log = logging.getLogger(__name__)
 
 CHECK_GROUP_SIZE = 4
 CHECK_PERMUTATIONS = 3
-CACHE_VERSION = 1
+CACHE_VERSION = 2
+"""2: the judge is shown the env's tools (older cached checks judged without them)."""
 
 
 def checks_dir() -> Path:

@@ -31,6 +31,7 @@ __all__ = [
     "blend_reward",
     "env_hack_signals",
     "history_summary",
+    "monitor_line",
     "step_line",
     "step_metrics",
     "step_rewards",
@@ -172,6 +173,38 @@ class StepMetrics:
     bf16: bool
     extra: dict[str, Any] = field(default_factory=dict)
     """Keys other parts add (the vLLM adapter sync's stats); on read, keys this version lacks."""
+    # The judge monitor (``monitor.py``): judge vs verifier (or people) on this step's groups
+    # and running over the run, with 95% CI bounds; stored only when a judge ran.
+    monitor_groups: int | None = None
+    """Groups of this step whose trajectories the verifier (or a person) orders."""
+    monitor_pairs: int | None = None
+    """Pairs of trajectories the verifier orders in those groups."""
+    judge_pairwise: float | None = None
+    """Share of those pairs the judge orders the same way (ties half; chance = 0.5)."""
+    judge_pairwise_low: float | None = None
+    judge_pairwise_high: float | None = None
+    judge_tau: float | None = None
+    """Kendall tau-b of judge scores vs verifier rewards, mean over groups."""
+    judge_tau_low: float | None = None
+    judge_tau_high: float | None = None
+    judge_top_fail_rate: float | None = None
+    """Share of the judge's top trajectories that fail the verifier where a success was there."""
+    monitor_groups_run: int | None = None
+    monitor_pairs_run: int | None = None
+    judge_pairwise_run: float | None = None
+    """``judge_pairwise`` over every step so far (what the guard reads, with its CI)."""
+    judge_pairwise_run_low: float | None = None
+    judge_pairwise_run_high: float | None = None
+    judge_tau_run: float | None = None
+    judge_tau_run_low: float | None = None
+    judge_tau_run_high: float | None = None
+    judge_top_fail_rate_run: float | None = None
+    guard_stopped: bool | None = None
+    """True on the step where the judge guard stopped the run (no update was made)."""
+    no_verifier_signal: bool | None = None
+    """True when every group with a verifier had constant verifier rewards."""
+    forced_no_signal: bool | None = None
+    """True when such a step, with a judge that failed its check, was trained under --force."""
     time_step_s: float | None = None
     """Wall time of the step up to its checkpoint (set by the loop)."""
     time_checkpoint_s: float | None = None
@@ -228,6 +261,8 @@ class StepMetrics:
 
 _LATE = frozenset({"time_step_s", "time_checkpoint_s", "checkpoint", "eval"})
 _NAMES = tuple(f.name for f in fields(StepMetrics) if f.name not in ("extra", "keys"))
+_MONITOR = _NAMES[_NAMES.index("monitor_groups") : _NAMES.index("forced_no_signal") + 1]
+_LATE = _LATE | frozenset(_MONITOR)  # written only when set (rows without a judge lack them)
 
 
 _JUDGE_USAGE = ("input_tokens", "output_tokens", "cost_usd", "latency_s_mean", "calls")
@@ -312,8 +347,34 @@ def step_line(m: StepMetrics, k: int, steps: int) -> str:
         f"  success {_fmt(m.success_rate)}"
         f"  zero-var {m.zero_variance_groups}/{m.groups}"
         + (f"  hack-penalized {m.hack_penalized}" if m.hack_penalized else "")
+        + monitor_line(m)
+        + ("  NO VERIFIER SIGNAL (forced)" if m.forced_no_signal else "")
         + f"  {m.time_step_s or 0:.0f}s (rollout {m.time_rollout_s or 0:.0f}s,"
-        f" judge {m.time_judge_s or 0:.0f}s, update {m.time_update_s:.0f}s)"
+        f" judge {m.time_judge_s or 0:.0f}s, update {m.time_update_s or 0:.0f}s)"
+    )
+
+
+def monitor_line(m: StepMetrics) -> str:
+    """``  judge~verifier pairwise 0.62 (run 0.58 [0.49, 0.66]) tau +0.21 top-fail 25%``; ""
+    when the step has no monitor numbers."""
+    if m.monitor_pairs_run is None:
+        return ""
+    if not m.monitor_pairs_run:
+        return "  judge~verifier -"
+    ci = (
+        f" [{m.judge_pairwise_run_low:.2f}, {m.judge_pairwise_run_high:.2f}]"
+        if m.judge_pairwise_run_low is not None and m.judge_pairwise_run_high is not None
+        else ""
+    )
+    tau = f"{m.judge_tau_run:+.2f}" if m.judge_tau_run is not None else "-"
+    top = (
+        f" top-fail {m.judge_top_fail_rate_run:.0%}"
+        if m.judge_top_fail_rate_run is not None
+        else ""
+    )
+    return (
+        f"  judge~verifier pairwise {_fmt(m.judge_pairwise)} (run "
+        f"{_fmt(m.judge_pairwise_run)}{ci}, {m.monitor_pairs_run} pairs) tau {tau}{top}"
     )
 
 
@@ -325,6 +386,7 @@ def history_summary(history: list[StepMetrics]) -> dict[str, Any]:
         "reward_last": rewards[-1] if rewards else None,
         "no_signal_steps": sum(bool(m.no_signal) for m in history),
         "hack_penalized": sum(int(m.hack_penalized or 0) for m in history),
+        "forced_no_signal_steps": sum(bool(m.forced_no_signal) for m in history),
         "reward_per_step": [
             {
                 "reward_mean": m.reward_mean,

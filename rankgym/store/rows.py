@@ -105,6 +105,8 @@ def insert_group(c: sqlite3.Connection, g: Group) -> None:
     if existing is not None and existing[0] == chash:
         # Same content: keep trajectories, scores and labels; refresh signals and judgement.
         c.execute("UPDATE groups SET run_id = ?, step = ? WHERE id = ?", (g.run_id, g.step, g.id))
+        if g.tools:  # a group stored before tools were kept gains them; none given keeps them
+            c.execute("UPDATE groups SET tools = ? WHERE id = ?", (json.dumps(g.tools), g.id))
         for t in g.trajectories:
             c.execute(
                 "UPDATE trajectories SET verifiable_reward = ?, metrics = ?, error = ?,"
@@ -127,9 +129,12 @@ def insert_group(c: sqlite3.Connection, g: Group) -> None:
         c.execute("DELETE FROM groups WHERE id = ?", (g.id,))
     c.execute(
         "INSERT INTO groups (id, run_id, step, env_id, task_id, n_trajectories, content_hash,"
-        " created_at) VALUES (?,?,?,?,?,?,?,?)",
-        (g.id, g.run_id, g.step, g.env_id, g.task_id, len(g.trajectories), chash, now),
-    )
+        " created_at, tools) VALUES (?,?,?,?,?,?,?,?,?)",
+        (
+            g.id, g.run_id, g.step, g.env_id, g.task_id, len(g.trajectories), chash, now,
+            json.dumps(g.tools),
+        ),
+    )  # fmt: skip
     for i, t in enumerate(g.trajectories):
         c.execute(
             "INSERT INTO trajectories (id, group_id, idx, env_id, task_id, seed, messages,"
@@ -223,7 +228,13 @@ def group_from_row(
     g: dict[str, Any], trajectories: list[Trajectory], judgement: Judgement | None
 ) -> Group:
     """Build a Group from a ``groups`` row, its trajectories and the judgement to show."""
-    return Group(**_same(g, _GROUP_COLUMNS), trajectories=trajectories, judgement=judgement)
+    tools = json.loads(g["tools"]) if g.get("tools") else []
+    return Group(
+        **_same(g, _GROUP_COLUMNS),
+        trajectories=trajectories,
+        judgement=judgement,
+        tools=tools if isinstance(tools, list) else [],
+    )
 
 
 def trajectory_from_row(r: dict[str, Any], signals: list[str]) -> Trajectory:

@@ -136,6 +136,10 @@ MIGRATIONS: list[Migration] = [
     """,
     # v4: trajectory text in a column; sqlite-utils-style FTS5 over it.
     _v4_text_column,
+    # v5: the env's tool schemas, once per group (what the judge is shown; '[]' = none kept).
+    """
+    ALTER TABLE groups ADD COLUMN tools TEXT NOT NULL DEFAULT '[]';
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -151,9 +155,15 @@ def user_version(conn: sqlite3.Connection) -> int:
 
 
 def apply_migrations(conn: sqlite3.Connection, path: object) -> None:
-    """Bring ``conn`` to :data:`SCHEMA_VERSION`; call inside a write transaction."""
-    for v in range(user_version(conn), SCHEMA_VERSION):
-        log.info("migrating store %s to schema version %d", path, v + 1)
+    """Bring ``conn`` to :data:`SCHEMA_VERSION`; call inside a write transaction.
+
+    Logs one "migrating" line when an existing store (schema version >= 1) is upgraded; a new,
+    empty file is created at the current version without a word.
+    """
+    start = user_version(conn)
+    if 0 < start < SCHEMA_VERSION:
+        log.info("migrating store %s from schema version %d to %d", path, start, SCHEMA_VERSION)
+    for v in range(start, SCHEMA_VERSION):
         step = MIGRATIONS[v]
         if callable(step):
             step(conn)

@@ -1,0 +1,460 @@
+"""The judge monitor, its guard, and the no-signal refusal: checks on every training step.
+
+**Monitor.** Every step, each judged group whose trajectories the verifier orders (at least
+two known verifiable rewards, not all equal), or, failing that, that a person ranked in the
+store, is one *unit*: the judge's scores against that truth. Per step and running over the
+run (and over the last ``window`` steps), with 95% cluster-bootstrap CIs over groups:
+
+- ``pairwise``: over the pairs the truth orders, the share the judge orders the same way; a
+  judge tie counts half, so a judge that knows nothing (random or constant) scores 0.5;
+- ``tau``: Kendall tau-b per group, averaged over groups (``judges.metrics.aggregate``, the
+  judge-check's estimator); undefined for a group whose judge scores are all equal;
+- ``top_fail_rate``: in groups where some trajectories pass the verifier
+  (``verifiable_reward >= success_threshold``) and some fail, the share of the judge's top
+  trajectories (ties at the top included) that fail: how often the judge's favourite is a
+  failure although a success was there (a gaming signal).
+
+**Guard** (``[monitor] guard``; ``auto`` = on when ``reward.kind = "judge"``). After a step's
+groups are judged and before the update, the run stops (:class:`JudgeGuardStop`) when the
+run-wide or the last-``window``-steps agreement has at least ``min_pairs`` ordered pairs in at
+least ``min_groups`` groups and the *upper* bound of its 95% pairwise CI is <= 0.5: the data
+then say the judge orders trajectories no better than a coin, so a judge-only reward would
+train on noise (or against the task). A judge truly at 0.5 + d is stopped by one look with
+probability below 2.5% (one-sided bound); looking every step makes false stops more likely
+than that, which is why both ``min_*`` floors exist. The guard never stops a run for too
+*little* evidence, and it says nothing about a judge that agrees with a verifier the policy
+has learnt to game.
+
+**No-signal refusal.** A step whose groups (those with a verifier) all have constant verifier
+rewards, trained on a reward that uses the judge, and whose judge *failed* its preflight
+judge-check (tau CI not above 0), would move the policy on judge noise alone. It is refused
+with :class:`NoSignalStep` (a one-line error naming the step and the ways out); with
+``--force`` it trains, warns on every such step and flags it in ``StepMetrics``
+(``no_verifier_signal``, ``forced_no_signal``).
+
+What this does not do: correct for position bias (the judge-check does), check the judge where
+no verifier or label exists (those groups are not counted), or retry anything.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from rankgym.errors import RankgymError
+from rankgym.judges.metrics import aggregate, none_if_nan
+from rankgym.types import Group
+
+if TYPE_CHECKING:
+    from rankgym.trainer.config import MonitorSection
+    from rankgym.trainer.loop import Trainer
+
+__all__ = [
+    "CHANCE",
+    "Agreement",
+    "GroupUnit",
+    "JudgeGuardStop",
+    "JudgeMonitor",
+    "MonitorStep",
+    "NoSignalStep",
+    "agreement",
+    "check_failed",
+    "group_unit",
+    "no_signal_message",
+    "verifier_constant",
+    "watch_step",
+]
+
+CHANCE = 0.5
+"""Pairwise agreement of a judge that knows nothing (ties count half)."""
+_EPS = 1e-9
+
+
+class JudgeGuardStop(RankgymError):
+    """The guard stopped the run: the judge's agreement is shown to be no better than chance."""
+
+    def __init__(self, message: str, report: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.report = report
+
+
+class NoSignalStep(RankgymError):
+    """A step with no verifier signal and a judge that failed its check (``--force`` trains)."""
+
+
+@dataclass(frozen=True)
+class GroupUnit:
+    """One group's judge scores against its truth (verifier rewards or a person's ranking)."""
+
+    group_id: str
+    step: int
+    source: str
+    """``verifier`` or ``human``."""
+    judge: tuple[float, ...]
+    truth: tuple[float, ...]
+    pairs: int
+    """Pairs the truth orders (not tied)."""
+    agree: float
+    """Of those, pairs the judge orders the same way, plus half of those it ties."""
+    top_fail: float | None
+    """Share of the judge's top trajectories that fail the verifier, where passes and fails
+    both occur; None otherwise (and for human truth)."""
+
+
+def _truth_from_ranking(ranking: dict[str, float], ids: list[str]) -> list[float] | None:
+    if not all(i in ranking for i in ids):
+        return None
+    return [-float(ranking[i]) for i in ids]  # rank 1 = best
+
+
+def group_unit(
+    group: Group,
+    step: int,
+    success_threshold: float = 1.0,
+    rankings: Sequence[dict[str, float]] = (),
+) -> GroupUnit | None:
+    """The unit of one group, or None (not judged, or no truth that orders two trajectories).
+
+    The verifier is the truth where it orders at least two of the group's trajectories; else
+    the latest of ``rankings`` (trajectory id -> rank, 1 = best) that ranks every trajectory.
+    """
+    j = group.judgement
+    if j is None or j.status != "ok" or not j.scores:
+        return None
+    scores = j.score_map()
+    known = [
+        (t.id, float(t.verifiable_reward))
+        for t in group.trajectories
+        if t.verifiable_reward is not None and t.id in scores
+    ]
+    source, ids, truth = "verifier", [i for i, _ in known], [v for _, v in known]
+    if len(known) < 2 or max(truth) - min(truth) <= _EPS:
+        source, ids = "human", [t.id for t in group.trajectories if t.id in scores]
+        truth = None
+        for r in reversed(list(rankings)):
+            truth = _truth_from_ranking(r, ids)
+            if truth is not None and max(truth) - min(truth) > _EPS:
+                break
+            truth = None
+        if truth is None or len(ids) < 2:
+            return None
+    judge = [float(scores[i]) for i in ids]
+    pairs, agree = 0, 0.0
+    for a in range(len(ids)):
+        for b in range(a + 1, len(ids)):
+            dt = truth[a] - truth[b]
+            if abs(dt) <= _EPS:
+                continue
+            pairs += 1
+            dj = judge[a] - judge[b]
+            agree += 0.5 if abs(dj) <= _EPS else float((dj > 0) == (dt > 0))
+    top_fail = None
+    if source == "verifier":
+        passed = [v >= success_threshold for v in truth]
+        if any(passed) and not all(passed):
+            best = max(judge)
+            top = [p for s, p in zip(judge, passed, strict=True) if s >= best - _EPS]
+            top_fail = sum(not p for p in top) / len(top)
+    return GroupUnit(group.id, step, source, tuple(judge), tuple(truth), pairs, agree, top_fail)
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """Judge-vs-truth agreement over a set of units, with 95% cluster-bootstrap CIs."""
+
+    groups: int
+    """Groups with at least one ordered pair."""
+    pairs: int
+    pairwise: float | None
+    pairwise_ci: tuple[float, float] | None
+    tau: float | None
+    tau_ci: tuple[float, float] | None
+    top_fail_rate: float | None
+    top_fail_groups: int
+    sources: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able, CIs as ``[low, high]`` lists."""
+        return {
+            "groups": self.groups,
+            "pairs": self.pairs,
+            "pairwise": self.pairwise,
+            "pairwise_ci": list(self.pairwise_ci) if self.pairwise_ci else None,
+            "tau": self.tau,
+            "tau_ci": list(self.tau_ci) if self.tau_ci else None,
+            "top_fail_rate": self.top_fail_rate,
+            "top_fail_groups": self.top_fail_groups,
+            "sources": dict(self.sources),
+        }
+
+    def describe(self) -> str:
+        """``pairwise 0.31 [0.20, 0.42] over 40 pairs in 9 groups, tau -0.35 [...]``."""
+
+        def ci(v: float | None, c: tuple[float, float] | None, sign: str = "") -> str:
+            if v is None:
+                return "undefined"
+            return f"{v:{sign}.2f}" + (f" [{c[0]:{sign}.2f}, {c[1]:{sign}.2f}]" if c else "")
+
+        top = (
+            f", judge's top trajectory fails the verifier in {self.top_fail_rate:.0%} of "
+            f"{self.top_fail_groups} groups"
+            if self.top_fail_rate is not None
+            else ""
+        )
+        return (
+            f"pairwise {ci(self.pairwise, self.pairwise_ci)} over {self.pairs} pairs in "
+            f"{self.groups} groups, tau {ci(self.tau, self.tau_ci, '+')}{top}"
+        )
+
+
+def _bootstrap_ratio(
+    num: np.ndarray, den: np.ndarray, resamples: int, seed: int
+) -> tuple[float, float] | None:
+    """95% percentile CI of ``sum(num) / sum(den)`` resampling groups (rows) with replacement."""
+    g = len(num)
+    if g < 2 or resamples <= 0:
+        return None
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, g, size=(resamples, g))
+    n, d = num[idx].sum(axis=1), den[idx].sum(axis=1)
+    ok = d > 0
+    if not ok.any():
+        return None
+    lo, hi = np.quantile(n[ok] / d[ok], [0.025, 0.975])
+    return float(lo), float(hi)
+
+
+def agreement(units: Sequence[GroupUnit], resamples: int = 1000, seed: int = 0) -> Agreement:
+    """The :class:`Agreement` of ``units`` (a group's units are resampled together)."""
+    by_group: dict[str, list[GroupUnit]] = {}
+    for u in units:
+        if u.pairs > 0:
+            by_group.setdefault(u.group_id, []).append(u)
+    sources: dict[str, int] = {}
+    for us in by_group.values():
+        sources[us[0].source] = sources.get(us[0].source, 0) + 1
+    num = np.array([sum(u.agree for u in us) for us in by_group.values()], dtype=float)
+    den = np.array([sum(u.pairs for u in us) for us in by_group.values()], dtype=float)
+    pairs = int(den.sum())
+    pairwise = float(num.sum() / pairs) if pairs else None
+    ci = _bootstrap_ratio(num, den, resamples, seed) if pairs else None
+    agg = aggregate(
+        [(u.group_id, list(u.judge), list(u.truth)) for us in by_group.values() for u in us],
+        n_resamples=resamples,
+        seed=seed,
+    )
+    tau = agg.metrics["kendall_tau_b"]
+    fails = [u.top_fail for u in units if u.top_fail is not None]
+    return Agreement(
+        groups=len(by_group),
+        pairs=pairs,
+        pairwise=none_if_nan(pairwise) if pairwise is not None else None,
+        pairwise_ci=ci,
+        tau=tau.macro,
+        tau_ci=tau.macro_ci,
+        top_fail_rate=sum(fails) / len(fails) if fails else None,
+        top_fail_groups=len(fails),
+        sources=sources,
+    )
+
+
+def _shown_below_chance(a: Agreement, min_pairs: int, min_groups: int) -> bool:
+    return (
+        a.pairs >= min_pairs
+        and a.groups >= min_groups
+        and a.pairwise_ci is not None
+        and a.pairwise_ci[1] <= CHANCE
+    )
+
+
+@dataclass(frozen=True)
+class MonitorStep:
+    """What the monitor measured at one step (and what the guard decided)."""
+
+    step: int
+    this_step: Agreement
+    running: Agreement
+    recent: Agreement
+    """Over the last ``window`` steps (this one included)."""
+    guard_on: bool
+    stop: str | None = None
+    """The guard's message when it stops the run, else None."""
+
+    def metrics(self) -> dict[str, Any]:
+        """The flat ``StepMetrics`` fields (``judge_*`` / ``monitor_*``)."""
+        out: dict[str, Any] = {}
+        for suffix, a in (("", self.this_step), ("_run", self.running)):
+            out[f"monitor_groups{suffix}"] = a.groups
+            out[f"monitor_pairs{suffix}"] = a.pairs
+            for name, v, c in (("pairwise", a.pairwise, a.pairwise_ci), ("tau", a.tau, a.tau_ci)):
+                out[f"judge_{name}{suffix}"] = v
+                out[f"judge_{name}{suffix}_low"] = c[0] if c else None
+                out[f"judge_{name}{suffix}_high"] = c[1] if c else None
+            out[f"judge_top_fail_rate{suffix}"] = a.top_fail_rate
+        out["guard_stopped"] = self.stop is not None
+        return out
+
+
+class JudgeMonitor:
+    """Keeps every step's units; measures each step and decides the guard (module docstring)."""
+
+    def __init__(
+        self,
+        settings: MonitorSection,
+        reward_kind: str,
+        success_threshold: float = 1.0,
+        seed: int = 0,
+    ) -> None:
+        self.settings = settings
+        self.success_threshold = success_threshold
+        self.seed = seed
+        self.guard_on = settings.guard == "on" or (
+            settings.guard == "auto" and reward_kind == "judge"
+        )
+        self.units: list[GroupUnit] = []
+
+    def add(
+        self, step: int, groups: Sequence[Group], rankings: dict[str, list[dict[str, float]]]
+    ) -> list[GroupUnit]:
+        """Record the units of ``groups`` (``rankings``: group id -> its rankings, oldest first)."""
+        new = [
+            u
+            for g in groups
+            if (u := group_unit(g, step, self.success_threshold, rankings.get(g.id, ())))
+            is not None
+        ]
+        self.units = [u for u in self.units if u.step != step] + new  # a step seen again replaces
+        return new
+
+    def observe(
+        self, step: int, groups: Sequence[Group], rankings: dict[str, list[dict[str, float]]]
+    ) -> MonitorStep:
+        """Add the step's units, measure, and decide whether the guard stops the run."""
+        new = self.add(step, groups, rankings)
+        s = self.settings
+        seed = self.seed + step
+        now = agreement(new, s.resamples, seed)
+        running = agreement(self.units, s.resamples, seed)
+        recent = agreement([u for u in self.units if u.step > step - s.window], s.resamples, seed)
+        stop = None
+        if self.guard_on:
+            for scope, a in (
+                ("over the run", running),
+                (f"over the last {s.window} steps", recent),
+            ):
+                if _shown_below_chance(a, s.min_pairs, s.min_groups):
+                    stop = (
+                        f"judge guard: step {step + 1}: the judge's agreement with the verifier "
+                        f"{scope} is no better than chance ({a.describe()}; a 95% CI upper bound "
+                        f"<= {CHANCE}), so a judge-only reward would train on noise or against "
+                        "the task. The run stopped before this step's update (the adapter of "
+                        "the last step is kept). Options: a stronger judge.model, or one trained "
+                        "on this policy's groups (rankgym judge-train); reward.kind = "
+                        '"judge+verifiable"; or [monitor] guard = "off" and --resume to train '
+                        "anyway"
+                    )
+                    break
+        return MonitorStep(step, now, running, recent, self.guard_on, stop)
+
+    def summary(self) -> dict[str, Any]:
+        """The run-wide numbers (``rankgym train``'s summary, ``rankgym demo --json``)."""
+        a = agreement(self.units, self.settings.resamples, self.seed)
+        return {**a.to_dict(), "guard": self.guard_on}
+
+
+def verifier_constant(groups: Sequence[Group]) -> bool | None:
+    """True when every group with two or more known verifier rewards has them all equal (and
+    there is at least one such group); False when one varies; None when no group has any."""
+    seen = False
+    for g in groups:
+        vs = [t.verifiable_reward for t in g.trajectories if t.verifiable_reward is not None]
+        if len(vs) < 2:
+            continue
+        seen = True
+        if max(vs) - min(vs) > _EPS:
+            return False
+    return True if seen else None
+
+
+def check_failed(report: dict[str, Any] | None) -> bool:
+    """Whether a preflight judge-check report shows a judge that failed (tau CI not above 0)."""
+    if not report:
+        return False
+    low = (report.get("kendall_tau") or {}).get("ci_low")
+    return low is not None and not (isinstance(low, float) and math.isnan(low)) and low <= 0
+
+
+def no_signal_message(step: int, n_groups: int, report: dict[str, Any]) -> str:
+    """The refusal (or, with ``--force``, the warning) for a step without verifier signal."""
+    tau = report.get("kendall_tau") or {}
+    numbers = (
+        f"tau {tau['value']:+.2f} [{tau['ci_low']:+.2f}, {tau['ci_high']:+.2f}]"
+        if tau.get("value") is not None and tau.get("ci_high") is not None
+        else "tau CI not above 0"
+    )
+    return (
+        f"step {step + 1}: all {n_groups} groups have constant verifier rewards, so this "
+        f"update would follow the judge alone, and the judge failed its check ({numbers}): "
+        "the policy would train on judge noise. Options: --force to train anyway (warned on "
+        "every such step); easier tasks or an SFT start so the verifier separates trajectories "
+        "(env.kwargs, [sft], --init-adapter); or a judge that passes its check (judge.model)"
+    )
+
+
+def trains(advantages: Sequence[Sequence[float]]) -> bool:
+    """Whether any trajectory has a non-zero advantage (an update would move the policy)."""
+    return any(abs(a) > 0 for row in advantages for a in row)
+
+
+def rankings_of(store: Any, groups: Sequence[Group]) -> dict[str, list[dict[str, float]]]:
+    """Each group's human rankings in ``store`` (oldest first), for groups that have any."""
+    out: dict[str, list[dict[str, float]]] = {}
+    for g in groups:
+        rows = store.human_rankings(group_id=g.id)
+        if rows:
+            out[g.id] = [r["ranking"] for r in rows]
+    return out
+
+
+def restore(
+    monitor: JudgeMonitor, store: Any, manifests: Sequence[tuple[int, dict[str, Any]]]
+) -> None:
+    """Refill ``monitor`` with the steps a resumed run already did (their step manifests)."""
+    for step, saved in manifests:
+        groups = [store.get_group(gid, saved.get("spec_hash")) for gid in saved["group_ids"]]
+        monitor.add(step, groups, rankings_of(store, groups))
+
+
+def watch_step(
+    trainer: Trainer, step: int, groups: list[Group], advantages: list[list[float]]
+) -> dict[str, Any]:
+    """The monitor and guard, then the no-signal refusal, on one step's judged groups, before
+    its update; returns the ``StepMetrics`` fields they set.
+
+    Raises :class:`JudgeGuardStop` (after logging the step's monitor row) or
+    :class:`NoSignalStep` (unless ``trainer.force``: then it warns and flags the step).
+    """
+    out: dict[str, Any] = {}
+    cfg = trainer.cfg
+    if trainer.monitor is not None:
+        mon = trainer.monitor.observe(step, groups, rankings_of(trainer.store, groups))
+        out.update(mon.metrics())
+        if mon.stop:
+            row = {"policy": trainer.policy_name(step), "reward_kind": cfg.reward.kind, **out}
+            if trainer.dist.main:
+                trainer.store.log_step(trainer.run_id, step, row)
+            raise JudgeGuardStop(mon.stop, {"step": step, **row})
+    constant = verifier_constant(groups)
+    out["no_verifier_signal"] = constant
+    report = trainer.judge_check
+    if cfg.reward.kind != "verifiable" and constant and check_failed(report) and trains(advantages):
+        msg = no_signal_message(step, len(groups), report or {})
+        if not trainer.force:
+            raise NoSignalStep(msg)
+        trainer.echo(f"warning: {msg} (--force: training anyway)")
+        out["forced_no_signal"] = True
+    return out
