@@ -10,12 +10,14 @@ What it does not do: download anything. No network is needed or attempted.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import logging
 import os
 import shutil
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -266,6 +268,117 @@ def enable_checkpointing(model: Any) -> None:
         model.activation_checkpointing_enable(activation_checkpointing_kwargs=kwargs)
     else:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
+
+
+def decoder_and_head(model: Any) -> tuple[Any, Any]:
+    """``(decoder, lm_head)`` of a transformers causal LM or a peft model wrapping one.
+
+    The decoder returns the final (normed) hidden states; peft's LoRA layers live inside it, so
+    ``disable_adapter()`` and gradient checkpointing apply as they do for ``model``.
+    """
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    return base.get_decoder(), base.get_output_embeddings()
+
+
+def release_freed_memory() -> bool:
+    """Hand memory that glibc keeps after large frees back to the OS (``malloc_trim(0)``).
+
+    Call between phases (after SFT, after a GRPO update): glibc otherwise keeps several GB of
+    freed arenas resident. Returns False where there is no glibc (macOS, musl); never raises.
+    """
+    import ctypes
+    import ctypes.util
+    import gc
+
+    gc.collect()
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return bool(libc.malloc_trim(0))
+    except (OSError, AttributeError):
+        return False
+
+
+_adapter_lock = threading.RLock()
+OFF = None
+"""``using_adapter(model, OFF)``: the base weights alone."""
+
+
+def load_named_adapter(model: Any, adapter_dir: str | Path, name: str) -> Any:
+    """Load the peft adapter at ``adapter_dir`` into ``model`` under ``name`` (inference only).
+
+    ``model`` is a plain transformers model or a ``PeftModel`` (e.g. the trainer's LoRA model):
+    the base weights are not copied, so the policy, its reference (adapter off), the other
+    adapters of an evaluation and a judge adapter all share one copy. Returns the ``PeftModel``
+    (``model`` itself when it already is one). Loading does not change which adapter is active:
+    switch with :func:`using_adapter`. Raises ``FileNotFoundError`` for a dir without
+    ``adapter_config.json``.
+    """
+    from peft import PeftModel
+
+    d = Path(adapter_dir)
+    if not (d / "adapter_config.json").is_file():
+        raise FileNotFoundError(f"{str(d)!r} holds no adapter_config.json (not a peft adapter)")
+    with _adapter_lock:
+        if isinstance(model, PeftModel):
+            if name in model.peft_config:
+                model.delete_adapter(name)
+            active = model.active_adapter
+            model.load_adapter(str(d), adapter_name=name, is_trainable=False)
+            model.set_adapter(active)  # load_adapter leaves the trained adapter active
+            return model
+        model = PeftModel.from_pretrained(model, str(d), adapter_name=name, is_trainable=False)
+        model.eval()
+        return model
+
+
+@contextlib.contextmanager
+def using_adapter(model: Any, name: str | None) -> Iterator[Any]:
+    """Run the block with only adapter ``name`` active (``OFF``/None: no adapter), then restore.
+
+    Works on a ``PeftModel`` and on the plain base model it wraps (peft injects its layers into
+    the base modules, so a judge holding the bare base must use ``using_adapter(base, OFF)`` to
+    get base-model outputs). Holds a process-wide lock for the block, so two threads that each
+    use this never see each other's adapter; code that calls the model without it is not
+    protected. Does not make gradients flow to a disabled adapter.
+    """
+    from peft.tuners.tuners_utils import BaseTunerLayer
+
+    with _adapter_lock:
+        layers = [m for m in model.modules() if isinstance(m, BaseTunerLayer)]
+        saved = [(m, m.disable_adapters, list(m.active_adapters)) for m in layers]
+        try:
+            for m in layers:
+                if name is None:
+                    m.enable_adapters(False)
+                elif name in m._all_available_adapter_names():
+                    m.enable_adapters(True)
+                    m.set_adapter(name)
+                else:
+                    raise KeyError(f"adapter {name!r} is not loaded into this model")
+            yield model
+        finally:
+            for m, disabled, active in saved:
+                m.enable_adapters(not disabled)
+                m.set_adapter(active)
+
+
+def shared_policy_model(spec: str, dtype: str, device: str) -> tuple[Any, Any, str]:
+    """:func:`load_policy_model`, cached per process for ``(spec, dtype, device)``: every caller
+    gets the same base model (e.g. the judge beside the trainer). Combine with
+    :func:`load_named_adapter` and :func:`using_adapter`; a caller that injects a LoRA (the
+    trainer) changes what the bare model computes for every other holder."""
+    if dtype == "auto":
+        dtype = auto_dtype(device)
+    if spec == "embedded" and device == "cpu":  # the same object as the local judge's
+        model, tok = shared_embedded(dtype)
+        return model, tok, "embedded"
+    key = (f"policy:{spec}:{device}", dtype)
+    with _shared_lock:
+        if key not in _loaded:
+            model, tok, name = load_policy_model(spec, dtype, device)
+            _loaded[key] = (model, (tok, name))
+        model, (tok, name) = _loaded[key]
+        return model, tok, name
 
 
 def load_policy_model(spec: str, dtype: str, device: str) -> tuple[Any, Any, str]:

@@ -22,18 +22,15 @@ from typing import Any
 import torch
 from torch.utils.checkpoint import checkpoint
 
+from rankgym.model import decoder_and_head
+
 CHUNK = 256
 """Positions per lm_head chunk: 256 x 49,152 fp32 logits = 50 MB at a time."""
 
 
 def split_lm(model: Any) -> tuple[Any, Any]:
-    """``(decoder, lm_head)`` of a transformers causal LM or a peft model wrapping one.
-
-    The decoder is the module that returns the final (normed) hidden states; peft's LoRA layers
-    live inside it, so ``disable_adapter()`` and gradient checkpointing apply as for ``model``.
-    """
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    return base.get_decoder(), base.get_output_embeddings()
+    """``(decoder, lm_head)`` of ``model`` (``rankgym.model.decoder_and_head``)."""
+    return decoder_and_head(model)
 
 
 def final_hidden(

@@ -9,12 +9,13 @@ LiteLLM and vLLM policies; everything else is imported at the top.
 from __future__ import annotations
 
 import inspect
+from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any, Unpack
 
 from rankgym.envs.policies.base import Generation, Messages, Row, Tools, assistant_message, row_seed
 from rankgym.envs.policies.local import LocalTokensPolicy, Sampling, stop_token_ids
 from rankgym.envs.policies.render import assistant_turns
-from rankgym.model import cpu_bf16_native
+from rankgym.model import cpu_bf16_native, decoder_and_head, using_adapter
 from rankgym.types import Turn
 
 if TYPE_CHECKING:
@@ -33,7 +34,9 @@ class TransformersPolicy(LocalTokensPolicy):
     ``torch.inference_mode`` and restores the previous mode after. ``autocast``: None means bf16
     autocast for batches of 8+ rows when the weights are float32 on a CPU with bf16 support
     (faster prefill; at small batches it slows decoding); weights already in bf16 run as they
-    are; True/False force it. Prompts longer than ``max_prompt_tokens`` keep the system message's
+    are; True/False force it. ``adapter``: the name of a peft adapter loaded into ``model``
+    (``rankgym.model.load_named_adapter``) that sampling switches to (and back after), so
+    several policies share one base model; None samples with whatever is active. Prompts longer than ``max_prompt_tokens`` keep the system message's
     tokens and the most recent tokens (a note is recorded in ``Generation.notes``). The sampling
     keywords (``max_new_tokens``, ``temperature``, ``top_p``, ``top_k``, ``seed``,
     ``max_prompt_tokens``, ``tool_mode``) are :class:`~rankgym.envs.policies.local.Sampling`.
@@ -46,6 +49,7 @@ class TransformersPolicy(LocalTokensPolicy):
         name: str = "transformers",
         max_batch_size: int = 64,
         autocast: bool | None = None,
+        adapter: str | None = None,
         **sampling: Unpack[Sampling],
     ) -> None:
         import torch
@@ -60,6 +64,7 @@ class TransformersPolicy(LocalTokensPolicy):
         param = next(model.parameters())
         self.device = param.device
         self.autocast = autocast
+        self.adapter = adapter
         self._autocast_capable = (
             self.device.type == "cpu" and param.dtype == torch.float32 and cpu_bf16_native()
         )
@@ -143,22 +148,14 @@ class TransformersPolicy(LocalTokensPolicy):
         model.eval()
         try:
             with (
+                using_adapter(model, self.adapter) if self.adapter else nullcontext(),
                 torch.inference_mode(),
                 torch.autocast(device.type, dtype=torch.bfloat16, enabled=self._use_autocast(n)),
             ):
                 cache = DynamicCache(config=getattr(model, "config", None))
-                out = model(
-                    input_ids=input_ids,
-                    attention_mask=attention,
-                    position_ids=positions,
-                    use_cache=True,
-                    logits_to_keep=1,
-                    **{self._cache_kwarg: cache},
-                )
+                logits = self._prefill(input_ids, attention, positions, cache)
                 for t in range(self.max_new_tokens):
-                    tokens, logprobs = self._pick(
-                        out.logits[:, -1, :].float(), [gens[r] for r in alive]
-                    )
+                    tokens, logprobs = self._pick(logits.float(), [gens[r] for r in alive])
                     keep: list[int] = []
                     for j, r in enumerate(alive):
                         tok = int(tokens[j])
@@ -182,9 +179,25 @@ class TransformersPolicy(LocalTokensPolicy):
                         use_cache=True,
                         **{self._cache_kwarg: cache},
                     )
+                    logits = out.logits[:, -1, :]
         finally:
             model.train(was_training)
         return list(zip(out_ids, out_lp, strict=True))
+
+    def _prefill(self, input_ids: Any, attention: Any, positions: Any, cache: Any) -> Any:
+        """Run the prompts into ``cache``; returns the last position's logits (R, V).
+
+        lm_head gets a contiguous (R, H) input: on a strided (R, 1, H) slice a bf16 matmul
+        copies the output weight once per row (3.6 GB at 64 rows, DESIGN.md)."""
+        decoder, lm_head = decoder_and_head(self.model)
+        out = decoder(
+            input_ids=input_ids,
+            attention_mask=attention,
+            position_ids=positions,
+            use_cache=True,
+            **{self._cache_kwarg: cache},
+        )
+        return lm_head(out.last_hidden_state[:, -1, :].contiguous())
 
     def _use_autocast(self, rows: int) -> bool:
         if self.autocast is not None:

@@ -1,0 +1,75 @@
+"""One base model, several adapters: rankgym.model.load_named_adapter / using_adapter."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from peft import LoraConfig, PeftModel, get_peft_model
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "trainer"))
+from trainer_helpers import tiny_model  # noqa: E402
+
+from rankgym.envs.policies import TransformersPolicy  # noqa: E402
+from rankgym.model import OFF, load_named_adapter, using_adapter  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+IDS = torch.tensor([[5, 17, 300, 42, 9, 1000, 77]])
+
+
+def _save_adapter(path: Path, seed: int) -> Path:
+    model, _ = tiny_model()
+    torch.manual_seed(seed)
+    peft = get_peft_model(model, LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"]))
+    with torch.no_grad():
+        for n, p in peft.named_parameters():
+            if "lora_B" in n:
+                p.normal_(0, 0.5)
+    peft.save_pretrained(path)
+    return path
+
+
+def _logits(model) -> torch.Tensor:
+    with torch.no_grad():
+        return model(input_ids=IDS).logits
+
+
+def _alone(adapter: Path | None) -> torch.Tensor:
+    model, _ = tiny_model()
+    return _logits(PeftModel.from_pretrained(model, str(adapter)) if adapter else model)
+
+
+def test_named_adapters_on_one_base_give_the_outputs_of_separately_loaded_models(tmp_path):
+    a, b = _save_adapter(tmp_path / "a", 1), _save_adapter(tmp_path / "b", 2)
+    base, _ = tiny_model()
+    model = load_named_adapter(base, a, "a")
+    assert load_named_adapter(model, b, "b") is model  # the same model, no second base copy
+    assert model.active_adapter == "a"  # loading does not switch
+    for name, want in (("a", _alone(a)), ("b", _alone(b)), (OFF, _alone(None))):
+        with using_adapter(model, name):
+            assert torch.allclose(_logits(model), want, atol=1e-6), name
+    assert torch.allclose(_logits(model), _alone(a), atol=1e-6)  # restored after the block
+    with using_adapter(base, OFF):  # the bare base (peft layers injected into it) as well
+        assert torch.allclose(_logits(base), _alone(None), atol=1e-6)
+    with pytest.raises(KeyError, match="'c' is not loaded"), using_adapter(model, "c"):
+        pass
+    assert torch.allclose(_logits(model), _alone(a), atol=1e-6)
+    with pytest.raises(FileNotFoundError, match="adapter_config.json"):
+        load_named_adapter(model, tmp_path, "none")
+
+
+def test_a_policy_with_a_named_adapter_samples_what_a_separate_model_samples(tmp_path):
+    a, b = _save_adapter(tmp_path / "a", 1), _save_adapter(tmp_path / "b", 2)
+    base, tok = tiny_model()
+    model = load_named_adapter(load_named_adapter(base, a, "a"), b, "b")
+    msgs = [[{"role": "user", "content": "What is 2 + 3?"}]] * 2
+    kw = {"max_new_tokens": 8, "temperature": 0.0, "seed": 0}
+    for name, path in (("b", b), ("a", a)):
+        shared = TransformersPolicy(model, tok, adapter=name, **kw).generate(msgs, [[], []])
+        m2, _ = tiny_model()
+        alone = TransformersPolicy(PeftModel.from_pretrained(m2, str(path)), tok, **kw)
+        want = alone.generate(msgs, [[], []])
+        assert [g.completion_token_ids for g in shared] == [g.completion_token_ids for g in want]
+    assert model.active_adapter == "a"
