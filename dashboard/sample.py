@@ -318,3 +318,49 @@ def build_sample_store(path: str | Path, *, steps: int = 6, seed: int = 0) -> di
         "labeled_groups": labeled,
         "judge_specs": [local_hash, api_hash],
     }
+
+
+LABEL_RUN = "label-practice"
+
+
+def build_labeling_store(
+    path: str | Path, *, groups: int = 6, ranked_by_carol: int = 2, seed: int = 0
+) -> dict[str, object]:
+    """A store made for driving the blind-ranking page: ``groups`` judged groups of four
+    trajectories each (so the page uses tabs), CodeTests and ToolUse in turn, the first
+    ``ranked_by_carol`` of them already ranked by labeler ``carol``. In every group one
+    trajectory is scripted (no token ids, as an oracle or random policy writes them) and the
+    others carry model tokens, so a page that shows token counts gives the policy away.
+
+    Returns ``groups`` (ids) and ``ranked`` (carol's); the store at ``path`` must not exist.
+    """
+    path = Path(path)
+    if path.exists():
+        raise FileExistsError(f"{path} already exists; build_labeling_store writes a new store")
+    rng = random.Random(seed)
+    made: list[Group] = []
+    with Store(path) as s:
+        s.create_run(name=LABEL_RUN, kind="rollout", config={"policy": "mixed"})
+        s.put_judge_spec(LOCAL_SPEC)
+        for i in range(groups):
+            env_id = ("rankgym/CodeTests-v0", "rankgym/ToolUse-v0")[i % 2]
+            trajs = [
+                _trajectory(
+                    rng, env_id, f"practice-{i}", k, good=k % 2 == 0, tid=f"traj-lab-{i}-{k}"
+                )
+                for k in range(4)
+            ]
+            trajs[0].turns = []  # scripted: no completion tokens
+            g = _group(f"grp-lab-{i}", LABEL_RUN, 0, trajs)
+            g.judgement = _judge(rng, LOCAL_SPEC, g)
+            made.append(g)
+        s.put_groups(made)
+        for g in made[:ranked_by_carol]:
+            s.add_human_ranking(
+                g.id, "carol", {t.id: float(r + 1) for r, t in enumerate(g.trajectories)}
+            )
+    return {
+        "path": str(path),
+        "groups": [g.id for g in made],
+        "ranked": [g.id for g in made[:ranked_by_carol]],
+    }

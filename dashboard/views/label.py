@@ -26,15 +26,15 @@ from rankgym.store import StoreError
 from rankgym.types import Group
 
 NAME_KEY = "labeler_name"
-QUEUES_KEY = "blind_queues"
-"""Session state: labeler name -> that labeler's queue state (:func:`queue_state`)."""
-SERIAL_KEY = "blind_serial"
-"""Session state: a counter naming the widgets of each group shown (fresh widgets per group)."""
+QUEUES_KEY = "blind_queues"  # session state: labeler name -> that labeler's queue_state()
+SERIAL_KEY = "blind_serial"  # session state: numbers each group shown, so its widgets are new
+# (no bare string literals at module level: Streamlit's "magic" would print them on the page)
 
 
 def queue_state(labeler: str) -> dict[str, Any]:
-    """This session's state for ``labeler``: the group on screen (``gid``), its widget
-    ``serial``, the ``revealed`` ranking after a submit, and a one-off ``notice``."""
+    """This session's state for ``labeler``: the group on screen (``gid``), the ``queue``
+    settings it was drawn under (a change draws again), its widget ``serial``, the
+    ``revealed`` ranking after a submit, and a one-off ``notice``."""
     queues: dict[str, dict[str, Any]] = st.session_state.setdefault(QUEUES_KEY, {})
     return queues.setdefault(labeler, {"gid": None, "serial": 0, "revealed": None, "notice": None})
 
@@ -148,6 +148,8 @@ left = sum(r["n"] for r in strata)
 if state["notice"]:
     st.info(state["notice"])
     state["notice"] = None
+if state["gid"] is not None and not state["revealed"] and state.get("queue") != queue:
+    move_on(state)  # the settings changed: a group from the new queue
 if state["gid"] is None:
     gid = labeling.next_group(s, queue, rng=random.Random())
     if gid is None:
@@ -157,7 +159,7 @@ if state["gid"] is None:
         )
         st.stop()
     st.session_state[SERIAL_KEY] = serial = st.session_state.get(SERIAL_KEY, 0) + 1
-    state.update(gid=gid, serial=serial, revealed=None)
+    state.update(gid=gid, serial=serial, revealed=None, queue=queue)
 gid = state["gid"]
 serial = state["serial"]
 

@@ -364,7 +364,13 @@ def test_two_labelers_on_the_same_group_both_keep_their_labels(store: Path) -> N
         at = app()
         at.session_state["labeler_name"] = who
         at.session_state["blind_queues"] = {  # both were served the same group
-            who: {"gid": "grp-base-0", "serial": 1, "revealed": None, "notice": None}
+            who: {
+                "gid": "grp-base-0",
+                "queue": labeling.LabelQueue(who),  # the page's default queue settings
+                "serial": 1,
+                "revealed": None,
+                "notice": None,
+            }
         }
         at.switch_page("views/label.py").run()
         sessions.append(at)
