@@ -27,9 +27,12 @@ def line_chart(
     *,
     bars: bool = False,
     unit_interval: bool = False,
+    counts: bool = False,
     legend_width: int = 360,
 ) -> None:
     """Per-step series (index = step, one column per series) as an Altair line/bar chart.
+
+    ``counts``: whole numbers from 0 up (integer ticks, never a ``0.000000`` axis).
 
     The legend sits on the right: Streamlit gives a chart a fixed height, so a legend below
     it would squeeze the plot. A single series gets no legend (the title names it).
@@ -49,7 +52,12 @@ def line_chart(
         y=alt.Y(
             "value:Q",
             title=y_title,
-            scale=alt.Scale(domain=[0, 1]) if unit_interval else alt.Undefined,
+            scale=alt.Scale(domain=[0, 1])
+            if unit_interval
+            else alt.Scale(domainMin=0, nice=True)
+            if counts
+            else alt.Undefined,
+            axis=alt.Axis(format="d", tickMinStep=1) if counts else alt.Undefined,
         ),
         color=alt.Color(
             "series:N",
@@ -144,7 +152,13 @@ if not logged.empty:
 if zero:
     zdf = pd.concat(zero, axis=1).sort_index()
     zdf.index.name = "step"
-    line_chart(zdf, "Groups without learning signal per step", "groups", bars=True)
+    if zdf.fillna(0).to_numpy().sum() > 0:
+        line_chart(zdf, "Groups without learning signal per step", "groups", bars=True, counts=True)
+    else:  # an all-zero bar chart draws nothing over a 0.000000 axis
+        st.success(
+            f"Groups without learning signal: none in {zdf.index.nunique()} step(s); every "
+            "group's rewards differed."
+        )
     st.caption(
         "A group whose rewards are all equal has zero advantage in GRPO: it contributes "
         "nothing to the update. Counted here, not hidden."
@@ -173,7 +187,9 @@ kl_cols = pick_columns(logged, "kl") if not logged.empty else []
 if kl_cols:
     line_chart(logged[kl_cols], "KL to the base model", "KL")
 else:
-    st.info("No KL logged for this run (rollout-only runs and kl_coef = 0 runs have none).")
+    st.info(
+        "No KL logged for this run (rollout-only runs and runs with `[loss] beta = 0` have none)."
+    )
 
 if not logged.empty:
     shown = set(pick_columns(logged, "reward", "kl", "zero", "hack_"))
