@@ -152,7 +152,7 @@ class StepMetrics:
     grad_norm: float
     clip_fraction: float
     kl: float | None
-    """Mean KL to the base model (None with ``kl_coef = 0``)."""
+    """Mean KL to the base model (None with ``[loss] beta = 0``)."""
     lr: float
     update_tokens: int
     update_tokens_per_s: float
