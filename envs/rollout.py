@@ -216,7 +216,9 @@ def rollout_groups(
 
     bar = None
     if progress:
-        bar = tqdm(total=len(pending), desc="episodes", unit="ep", leave=False)
+        # smoothing=0: ETA from the mean rate; episodes end in bursts, and tqdm's default
+        # moving average made one long gap read as an hour left a moment before the end
+        bar = tqdm(total=len(pending), desc="episodes", unit="ep", leave=False, smoothing=0)
 
     def finish(ep: _Episode) -> None:
         ep.done, ep.ended = True, time.perf_counter()

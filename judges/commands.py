@@ -233,8 +233,13 @@ def _judge_all(
     if spec.model.startswith("local/") and ids:
         set_torch_threads()
     retry = RetryPolicy(max_attempts=args.attempts, timeout_s=args.timeout)
-    bar = tqdm(
-        total=len(ids), desc="judging groups", unit="group", disable=args.quiet, file=sys.stderr
+    bar = tqdm(  # smoothing=0: the ETA from the mean rate (groups finish in bursts, see below)
+        total=len(ids),
+        desc="judging groups",
+        unit="group",
+        disable=args.quiet,
+        file=sys.stderr,
+        smoothing=0,
     )
 
     async def main() -> list[Any]:
