@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from rankgym.credentials import url_has_credentials
 from rankgym.errors import UserError
 from rankgym.types import JudgeSpec
 
@@ -111,6 +112,12 @@ def spec_from_options(
             )
         params["context_window"] = context_window
     if api_base:
+        if url_has_credentials(api_base):
+            raise UserError(
+                f"{name.get('api_base', '--api-base')}: credentials in the URL are refused (the "
+                "spec is stored with every judgement); drop user:password@ and pass the key in "
+                "the provider's environment variable"
+            )
         params["extra"] = {"api_base": api_base}
     return default_spec(model, rubric, **params)
 

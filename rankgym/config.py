@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from rankgym.credentials import find_credentials, redact
 from rankgym.errors import UserError
 
 M = TypeVar("M", bound=BaseModel)
@@ -73,13 +74,22 @@ def non_finite_key(data: Any) -> str | None:
 def validate_config(data: dict[str, Any], model: type[M], source: str = "config") -> M:
     """Validate a dict against ``model``; raise :class:`ConfigError` with readable messages.
 
-    Any ``inf``/``nan`` number in ``data`` is refused first, naming its key.
+    Any ``inf``/``nan`` number in ``data`` is refused first, naming its key, and so is any
+    credential (``rankgym.credentials``: an ``api_key``-like key, a URL with ``user:pass@``).
     """
     bad = non_finite_key(data)
     if bad is not None:
         raise ConfigError(
             f"{source}: bad value for '{bad}': numbers must be finite (got inf or nan); "
             "give a finite number or leave the key out"
+        )
+    secrets = find_credentials(data)
+    if secrets:
+        raise ConfigError(
+            f"{source}: '{secrets[0]}' holds a credential, which would be written to run.json and "
+            "the store; put the key in an environment variable (router deployments: "
+            'api_key_env = "VAR"; providers: their usual variable, e.g. OPENAI_API_KEY) and '
+            "drop user:password@ from URLs"
         )
     try:
         return model.model_validate(data)
@@ -92,7 +102,9 @@ def validate_config(data: dict[str, Any], model: type[M], source: str = "config"
                 allowed = _allowed(model, (*parent, "__nope__")) or []
                 lines.append(f"unknown key '{key}'; allowed keys here: {', '.join(allowed)}")
             else:
-                msg = f"bad value for '{key}': {err['msg']} (got {_short(err.get('input'))})"
+                msg = (
+                    f"bad value for '{key}': {err['msg']} (got {_short(redact(err.get('input')))})"
+                )
                 allowed = _allowed(model, tuple(err["loc"]))
                 if allowed and err["type"] == "literal_error":
                     msg += f"; allowed values: {', '.join(allowed)}"

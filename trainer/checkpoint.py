@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from rankgym.credentials import redact
 from rankgym.errors import UserError
 
 PREFIX = "step-"
@@ -227,6 +228,7 @@ def run_identity(
     import time
 
     out = Path(out_dir)
+    config = redact(config)  # nothing credential-like reaches run.json (rankgym.credentials)
     saved = read_run(out)
     if resume:
         if saved is None:

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from rankgym.credentials import redact
 from rankgym.errors import StoreError
 from rankgym.store.export import ExportResult, export_store
 from rankgym.store.filters import J_OK, JUDGED_OK, SEARCH_HITS_LIMIT, fts_query, group_filters
@@ -51,7 +52,7 @@ class Store(StoreQueries):
         if run_id is None:
             run_id = name or f"run-{time.strftime('%Y%m%d-%H%M%S')}-{random.randrange(16**4):04x}"
         rid = run_id
-        cfg = json.dumps(config or {}, default=str)
+        cfg = json.dumps(redact(config or {}), default=str)  # no credential in runs.config
         self._write(
             lambda c: c.execute(
                 "INSERT OR IGNORE INTO runs (id, name, kind, config, created_at) VALUES (?,?,?,?,?)",
