@@ -218,12 +218,16 @@ class JudgeRunner:
             self._store.put_judge_spec(self.spec)
         return self._store
 
-    async def judge(self, groups: Iterable[Group]) -> list[Judgement]:
-        """Judge and store ``groups`` (in one gather); unjudged groups come back as such."""
+    async def judge(
+        self, groups: Iterable[Group], tools: dict[str, list[dict[str, Any]]] | None = None
+    ) -> list[Judgement]:
+        """Judge and store ``groups`` (in one gather); unjudged groups come back as such.
+
+        ``tools`` maps group id to the OpenAI tool schemas shown to the judge."""
         from rankgym.judges import GroupJudge
 
         store = self.store
-        judge = GroupJudge(self.spec, store, concurrency=self.concurrency)
+        judge = GroupJudge(self.spec, store, concurrency=self.concurrency, tools=tools)
         return list(await asyncio.gather(*(judge.judge_and_record(g, self.permutations) for g in groups)))  # fmt: skip
 
     def judge_sync(self, groups: Iterable[Group]) -> list[Judgement]:

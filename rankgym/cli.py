@@ -59,6 +59,11 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
     "demo": ("rankgym.trainer.demo", "DEMO", "the main job on the embedded model, CPU only"),
     "dashboard": ("rankgym.dashboard.commands", "DASHBOARD", "open the Streamlit dashboard"),
     "export": ("rankgym.commands", "EXPORT", "export a store to JSONL or Parquet"),
+    "import-art": (
+        "rankgym.integrations.commands",
+        "IMPORT_ART",
+        "import OpenPipe ART trajectories into a store",
+    ),
 }
 
 

@@ -173,3 +173,94 @@ def test_the_same_run_under_accelerate_launch_with_two_cpu_processes(
     assert results[0] == results[1] == {"calls": 2, "global_step": 2}
     assert len(_judged(store)) == 2
     _dashboard_reads(store, monkeypatch, groups=2)
+
+
+# ---------------------------------------------------------------- ART
+
+ART = "openpipe-art in its own venv (docs/integrations.md: .venv-art)"
+
+
+def _art_group(art):
+    from openai.types.chat.chat_completion import Choice
+    from openai.types.chat.chat_completion_message import ChatCompletionMessage
+
+    def traj(answer: str, reward: float, choice: bool = False):
+        reply = (
+            Choice(finish_reason="stop", index=0,
+                   message=ChatCompletionMessage(role="assistant", content=answer))
+            if choice else {"role": "assistant", "content": answer}
+        )  # fmt: skip
+        return art.Trajectory(
+            messages_and_choices=[{"role": "system", "content": "Answer briefly."},
+                                  {"role": "user", "content": "What is 6 * 7?"}, reply],
+            reward=reward, metadata={"scenario_id": "mul-6-7"},
+        )  # fmt: skip
+
+    return art.TrajectoryGroup([traj("42", 1.0, choice=True), traj("I think 41", 0.0), traj("42", 1.0)])  # fmt: skip
+
+
+def test_the_art_drop_in_scores_a_real_group_like_our_own_judge_call(tmp_path: Path) -> None:
+    need("art", ART)
+    import asyncio
+
+    import art
+
+    from rankgym.integrations.art import group_from_art, ruler_score_group
+    from rankgym.judges import default_spec, judge_groups_sync
+
+    install_fake_judge()
+    group = _art_group(art)
+    scored = asyncio.run(ruler_score_group(group, JUDGE, store=tmp_path / "art.db", step=3))
+    assert isinstance(scored, art.TrajectoryGroup) and len(scored.trajectories) == 3
+    rewards = [t.reward for t in scored.trajectories]
+    assert [t.metrics["independent_reward"] for t in scored.trajectories] == [1.0, 0.0, 1.0]
+    assert [t.metrics["ruler_score"] for t in scored.trajectories] == rewards
+    assert rewards[0] == rewards[2]  # the same answer (a Choice and a dict): shown once
+    assert [t.reward for t in group.trajectories] == [1.0, 0.0, 1.0]  # the input is untouched
+
+    ours = group_from_art(group, step=3)  # our own judge call, no store, no cache
+    (j,) = judge_groups_sync([ours], default_spec(JUDGE))
+    assert [j.score_map()[t.id] for t in ours.trajectories] == rewards
+    with Store(tmp_path / "art.db", readonly=True) as s:
+        stored = s.get_group(ours.id)
+    assert stored.step == 3 and stored.task_id == "mul-6-7" and stored.judgement.status == "ok"
+    assert [t.verifiable_reward for t in stored.trajectories] == [None] * 3
+
+
+def test_the_art_drop_in_swallows_a_failed_judge_when_asked(tmp_path: Path) -> None:
+    need("art", ART)
+    import asyncio
+
+    import art
+
+    from rankgym.integrations.art import ruler_score_group
+
+    group = _art_group(art)
+    bad = "trainerfake_missing/none"  # no such provider: the judge cannot answer
+    assert asyncio.run(ruler_score_group(group, bad, swallow_exceptions=True)) is None
+
+
+def test_import_art_brings_arts_trajectory_files_into_a_store(tmp_path: Path, capsys) -> None:
+    need("art", ART)
+    import art
+    from art.utils.trajectory_logging import write_trajectory_groups_parquet
+
+    from rankgym.cli import main
+
+    folder = tmp_path / ".art" / "proj" / "models" / "agent-1" / "trajectories" / "train"
+    folder.mkdir(parents=True)
+    write_trajectory_groups_parquet([_art_group(art), _art_group(art)], folder / "0002.parquet")
+    store = tmp_path / "s.db"
+    args = ["import-art", str(folder.parent), "--store", str(store), "--json"]
+    assert main(args) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert summary["groups"] == 2 and summary["trajectories"] == 6
+    assert summary["run_id"] == "agent-1"
+    assert main(args) == 0  # again: the same ids, no duplicates
+    with Store(store, readonly=True) as s:
+        ids = s.group_ids("agent-1")
+        assert len(ids) == 2 and {s.get_group(i).step for i in ids} == {2}
+        t = s.get_group(ids[0]).trajectories[0]
+        assert t.metrics["art_reward"] == 1.0 and t.messages[-1].content == "42"
+    assert main(["import-art", str(tmp_path / "nope"), "--store", str(store)]) == 2
+    assert "no such file or folder" in capsys.readouterr().err
