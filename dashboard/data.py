@@ -164,6 +164,45 @@ def step_metrics(key: tuple, run_id: str) -> pd.DataFrame:
     return pd.DataFrame(records).set_index("step") if records else pd.DataFrame()
 
 
+MONITOR_CHARTS: dict[str, dict[str, str]] = {
+    "pairwise": {
+        "judge_pairwise": "this step",
+        "judge_pairwise_run": "running",
+        "judge_pairwise_run_low": "running, 95% CI low",
+        "judge_pairwise_run_high": "running, 95% CI high",
+    },
+    "tau": {
+        "judge_tau": "this step",
+        "judge_tau_run": "running",
+        "judge_tau_run_low": "running, 95% CI low",
+        "judge_tau_run_high": "running, 95% CI high",
+    },
+    "top_fail": {
+        "judge_top_fail_rate": "this step",
+        "judge_top_fail_rate_run": "running",
+    },
+}
+"""The judge monitor's logged columns (``trainer/monitor.py``) per Runs-page chart, named."""
+
+
+def monitor_frames(logged: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """The judge monitor's curves of a run's logged metrics, one frame per chart (columns
+    renamed for people); charts with no logged column are left out."""
+    out = {}
+    for chart, names in MONITOR_CHARTS.items():
+        cols = [c for c in names if c in logged.columns]
+        if cols and logged[cols].notna().to_numpy().any():
+            out[chart] = logged[cols].rename(columns=names)
+    return out
+
+
+def monitor_columns() -> set[str]:
+    """Every logged column the monitor charts show (and the ``monitor_*`` counts)."""
+    named = {c for names in MONITOR_CHARTS.values() for c in names}
+    return named | {"monitor_groups", "monitor_pairs", "monitor_groups_run", "monitor_pairs_run",
+                    "guard_stopped"}  # fmt: skip
+
+
 def compute_store_curves(s: Store, run_id: str) -> dict[str, pd.DataFrame]:
     """Per-step aggregates computed from the stored groups themselves.
 

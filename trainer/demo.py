@@ -35,6 +35,8 @@ __all__ = [
     "DEFAULT_STEPS",
     "demo_config",
     "demo_summary",
+    "monitor_fields",
+    "monitor_sentence",
     "policy_from_adapter",
 ]
 
@@ -146,6 +148,43 @@ def demo_summary(res: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def monitor_fields(mon: dict[str, Any] | None) -> dict[str, Any]:
+    """The judge monitor's run-wide numbers (``trainer/monitor.py``) as ``--json`` fields:
+    the judge against the verifier on this policy's own GRPO groups."""
+    mon = mon or {}
+    return {
+        "judge_pairwise_on_policy": mon.get("pairwise"),
+        "judge_pairwise_on_policy_ci": mon.get("pairwise_ci"),
+        "judge_tau_on_policy": mon.get("tau"),
+        "judge_tau_on_policy_ci": mon.get("tau_ci"),
+        "judge_top_fail_rate": mon.get("top_fail_rate"),
+        "judge_monitor_pairs": mon.get("pairs"),
+        "judge_monitor_groups": mon.get("groups"),
+    }
+
+
+def monitor_sentence(mon: dict[str, Any] | None) -> str:
+    """One line: how the judge did against the verifier on the GRPO steps' groups."""
+    if not mon or not mon.get("pairs"):
+        return "judge monitor: no GRPO group had verifier rewards that differ; nothing to compare"
+
+    def ci(c: list[float] | None, fmt: str) -> str:
+        return f" [{c[0]:{fmt}}, {c[1]:{fmt}}]" if c else ""
+
+    tau = "undefined" if mon.get("tau") is None else f"{mon['tau']:+.2f}"
+    top = mon.get("top_fail_rate")
+    return (
+        f"judge monitor (judge vs verifier on this policy's GRPO groups, {mon['pairs']} pairs in "
+        f"{mon['groups']} groups): pairwise {mon['pairwise']:.2f}{ci(mon.get('pairwise_ci'), '.2f')}"
+        f" (0.5 = chance), tau {tau}{ci(mon.get('tau_ci'), '+.2f')}"
+        + (
+            f", its top trajectory failed the verifier in {top:.0%} of groups"
+            if top is not None
+            else ""
+        )
+    )
+
+
 def _print(f: dict[str, Any]) -> None:
     def ci(c: list[float]) -> str:
         return f"[{c[0]:.1%}, {c[1]:.1%}]"
@@ -226,11 +265,13 @@ def _demo_run(args: argparse.Namespace) -> dict[str, Any]:
         "judge": cfg.judge.model,
         "reward_per_step": summary.get("reward_per_step"),
         "hack_penalized": summary.get("hack_penalized"),
+        **monitor_fields(summary.get("monitor")),
         **flat,
         "train_s": round(t_train, 1),
         "wall_s": round(time.perf_counter() - t0, 1),
     }
     if not args.json:
+        print(monitor_sentence(summary.get("monitor")))
         _print(flat)
         print(f"GRPO reward: {args.reward} (judge: {cfg.judge.model})")
         print(f"adapters: SFT {out_summary['sft_adapter']}  SFT+GRPO {out_summary['adapter']}")

@@ -1,5 +1,6 @@
-"""Runs page: reward curves (judge and verifiable), judge cost and latency, KL, zero-variance
-groups per step, for one run.
+"""Runs page: reward curves (judge and verifiable), judge cost and latency, the judge monitor
+(judge vs verifier per step and running, with CIs; a guard stop), KL, zero-variance groups per
+step, for one run.
 
 Curves come from two places and are labelled as such: aggregates computed from the stored
 groups (every run has them) and the metrics the trainer logged with ``Store.log_step`` (train
@@ -183,6 +184,42 @@ if hack_cols:
         "lists them."
     )
 
+monitor = data.monitor_frames(logged) if not logged.empty else {}
+if monitor:
+    st.subheader("Judge monitor")
+    if "guard_stopped" in logged.columns and logged["guard_stopped"].fillna(0).any():
+        at = int(logged.index[logged["guard_stopped"].fillna(0) > 0][0])
+        st.error(
+            f"The judge guard stopped this run at step {at}: its running agreement with the "
+            "verifier was shown to be no better than chance (see guard_stop.json in the run's "
+            "output dir)."
+        )
+    left, right = st.columns(2)
+    with left:
+        if "pairwise" in monitor:
+            line_chart(
+                monitor["pairwise"], "Judge vs verifier: pairwise agreement (0.5 = chance)",
+                "share of pairs", unit_interval=True, legend_width=200,
+            )  # fmt: skip
+    with right:
+        if "tau" in monitor:
+            line_chart(monitor["tau"], "Judge vs verifier: Kendall tau", "tau", legend_width=200)
+    if "top_fail" in monitor:
+        line_chart(
+            monitor["top_fail"], "Judge's top trajectory fails the verifier", "share of groups",
+            unit_interval=True, legend_width=200,
+        )  # fmt: skip
+    pairs = logged["monitor_pairs_run"].dropna() if "monitor_pairs_run" in logged else None
+    st.caption(
+        "On every step's groups that the verifier (or a person) orders: how often the judge "
+        "orders a pair of trajectories the same way (a tie counts half), Kendall tau, and how "
+        "often the judge's favourite fails the verifier while a success was in the group (a "
+        "gaming signal); running = over the run so far, with 95% bootstrap CIs over groups"
+        + (f" ({int(pairs.iloc[-1])} pairs so far)" if pairs is not None and len(pairs) else "")
+        + ". With a judge-only reward the guard stops the run once the running (or recent) "
+        "pairwise CI lies at or below 0.5 (docs/judging.md)."
+    )
+
 kl_cols = pick_columns(logged, "kl") if not logged.empty else []
 if kl_cols:
     line_chart(logged[kl_cols], "KL to the base model", "KL")
@@ -192,7 +229,7 @@ else:
     )
 
 if not logged.empty:
-    shown = set(pick_columns(logged, "reward", "kl", "zero", "hack_"))
+    shown = set(pick_columns(logged, "reward", "kl", "zero", "hack_")) | data.monitor_columns()
     rest = [c for c in logged.columns if c not in shown]
     with st.expander("Other trainer metrics", expanded=bool(rest)):
         chosen = st.multiselect("Metrics", rest, default=rest[:6])

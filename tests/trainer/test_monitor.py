@@ -26,6 +26,7 @@ from rankgym.envs.base import Env, Task
 from rankgym.judges.prompt import parse_ids_line
 from rankgym.store import Store
 from rankgym.trainer.config import MonitorSection, TrainConfig
+from rankgym.trainer.demo import monitor_fields, monitor_sentence
 from rankgym.trainer.loop import Trainer
 from rankgym.trainer.monitor import (
     JudgeMonitor,
@@ -237,6 +238,10 @@ def test_a_good_judge_is_not_stopped_and_the_envs_tools_reach_its_prompt(tiny, f
     assert mon["guard"] is True and mon["pairwise"] == 1.0 and mon["top_fail_rate"] == 0.0
     assert mon["tau"] > 0.5 and mon["pairs"] >= 8
     assert any("judge~verifier pairwise 1.000" in line for line in said)
+    fields = monitor_fields(mon)  # what `rankgym demo --json` adds
+    assert fields["judge_pairwise_on_policy"] == 1.0 and fields["judge_top_fail_rate"] == 0.0
+    assert fields["judge_tau_on_policy"] == mon["tau"]
+    assert "pairwise 1.00 [1.00, 1.00] (0.5 = chance)" in monitor_sentence(mon)
     # the tools section of every judge request lists the env's tool, schema and description
     for messages in fake.requests:
         tools = re.search(r"<tools>\n(.*?)\n</tools>", messages[-1]["content"], re.DOTALL)
@@ -278,3 +283,27 @@ def test_a_step_without_verifier_signal_and_a_failed_judge_is_refused_or_forced(
     with Store(tmp_path / "b" / "store.db", readonly=True) as s:
         rows = [r["metrics"] for r in s.steps(summary["run_id"])]
     assert all(r["forced_no_signal"] and r["no_verifier_signal"] for r in rows)
+
+
+def test_the_runs_page_shows_the_monitor_curves_and_a_guard_stop(tmp_path, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    path = tmp_path / "s.db"
+    with Store(path) as s:
+        s.create_run(name="t", kind="train", run_id="t")
+        for step in range(3):
+            g = _group([1.0, 0.0], [0.9, 0.1], f"g{step}").model_copy(update={"run_id": "t", "step": step, "judgement": None})  # fmt: skip
+            s.put_groups([g])
+            row = {"reward_mean": 0.5, "judge_pairwise": 1.0 - 0.5 * step, "judge_pairwise_run": 0.9,
+                   "judge_pairwise_run_low": 0.2, "judge_pairwise_run_high": 0.95,
+                   "judge_tau_run": 0.3, "judge_top_fail_rate": 0.0, "monitor_pairs_run": 10 * (step + 1),
+                   "guard_stopped": step == 2}  # fmt: skip
+            s.log_step("t", step, row)
+    monkeypatch.setenv("RANKGYM_STORE", str(path))
+    app = Path(__file__).resolve().parents[2] / "dashboard" / "app.py"
+    at = AppTest.from_file(str(app), default_timeout=60)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any(h.value == "Judge monitor" for h in at.subheader)
+    assert any("judge guard stopped this run at step 2" in e.value for e in at.error)
+    assert any("(30 pairs so far)" in c.value for c in at.caption)
