@@ -40,6 +40,7 @@ from typing import Any, Literal
 
 import torch
 
+from rankgym.model import release_freed_memory
 from rankgym.trainer.logprobs import CHUNK, masked_logprobs
 
 ScaleRewards = Literal["group", "batch", "none"]
@@ -340,6 +341,7 @@ def grpo_update(
         optimizer.zero_grad(set_to_none=True)
         st.optimizer_steps += 1
     model.eval()
+    release_freed_memory()  # glibc keeps freed activations resident otherwise
     st.loss = loss_sum
     st.clip_fraction = clip_n / clip_d if clip_d else 0.0
     st.kl = kl_sum / st.completion_tokens if s.loss.beta != 0.0 and st.completion_tokens else None

@@ -15,7 +15,12 @@ from typing import TYPE_CHECKING, Any, Unpack
 from rankgym.envs.policies.base import Generation, Messages, Row, Tools, assistant_message, row_seed
 from rankgym.envs.policies.local import LocalTokensPolicy, Sampling, stop_token_ids
 from rankgym.envs.policies.render import assistant_turns
-from rankgym.model import cpu_bf16_native, decoder_and_head, using_adapter
+from rankgym.model import (
+    cpu_bf16_native,
+    decoder_and_head,
+    release_freed_memory,
+    using_adapter,
+)
 from rankgym.types import Turn
 
 if TYPE_CHECKING:
@@ -123,6 +128,7 @@ class TransformersPolicy(LocalTokensPolicy):
                     completion_tokens=len(out_ids),
                     notes=notes.get(i, []),
                 )
+        release_freed_memory()  # a large prefill's freed buffers stay resident otherwise
         return [r for r in results if r is not None]
 
     def _sample(
