@@ -4,8 +4,11 @@
 prose, or as a bare list of entries, and checks that every expected label appears exactly once
 with a finite score. Only JSON values at the top level of the reply count, so an answer quoted
 inside a rationale cannot override the real one. A reply on a 0-10 or 0-100 scale is detected
-from its largest score and divided down; negative scores clamp to 0. Lone surrogates become
-U+FFFD, so whatever is accepted can be stored. Nothing but :class:`JudgeOutputError` escapes.
+from its largest score and divided down, but only when every score is one of that scale's
+points (0-10: whole or half points; 0-100: whole numbers; no negatives): ``[1.7, -0.3, 42]``
+fits no scale and is refused. A 0-1 reply's negative scores clamp to 0. Lone surrogates
+become U+FFFD, so whatever is accepted can be stored. Nothing but :class:`JudgeOutputError`
+escapes.
 
 What it does not do: repair a reply (a wrong reply raises :class:`JudgeOutputError`, and the
 caller retries with the error shown to the judge), or judge whether the scores are sensible.
@@ -74,6 +77,9 @@ class JudgeOutput(BaseModel):
 _SURROGATE = re.compile("[\ud800-\udfff]")
 SCALES = (1.0, 10.0, 100.0)
 """Score scales a reply may use; scores are divided by the smallest one that holds them all."""
+SCALE_STEPS = {10.0: 0.5, 100.0: 1.0}
+"""The points a 0-10 and a 0-100 reply use (half points, whole numbers): a reply off its
+scale's points is refused, not guessed at."""
 
 
 def clean_text(text: str) -> str:
@@ -169,16 +175,32 @@ def _match(parsed: JudgeOutput, labels: list[str]) -> dict[str, ScoreItem]:
 def _rescale(items: dict[str, ScoreItem]) -> float:
     """Put scores on [0, 1]: detect a 0-10 or 0-100 reply from its largest score.
 
-    Returns the scale found. Scores above 100 are an error; negative scores clamp to 0. A
-    reply on 0-10 that gives nothing above 1 cannot be told from a 0-1 reply.
+    Returns the scale found. A 0-1 reply's negative scores clamp to 0. A reply whose largest
+    score is above 1 is read on 0-10 only when every score is a whole or half point from 0 to
+    10, on 0-100 only when every score is a whole number from 0 to 100; anything else (above
+    100, a negative next to a score above 1, ``[1.7, -0.3, 42]``: 0-10 points and 0-100 points
+    in one reply) fits no single scale and is an error, so the judge is asked again.
     """
-    top = max((it.score for it in items.values()), default=0.0)
-    scale = next((s for s in SCALES if top <= s), None)
-    if scale is None:
-        raise JudgeOutputError(f"scores must be between 0 and 1, got {top:g}")
+    scores = [it.score for it in items.values()]
+    top = max(scores, default=0.0)
+    scale = 1.0
+    if top > 1:
+        scale = next((s for s in SCALES[1:] if top <= s), 0.0)
+        step = SCALE_STEPS.get(scale)
+        if step is None or not all(v >= 0 and _on_grid(v, step) for v in scores):
+            shown = ", ".join(f"{v:g}" for v in scores[:10])
+            raise JudgeOutputError(
+                f"scores must be between 0 and 1; got [{shown}], which fits no single scale "
+                "(a 0-10 reply takes whole or half points, a 0-100 reply whole numbers, "
+                "neither takes negatives)"
+            )
     for it in items.values():
         it.score = min(1.0, max(0.0, it.score / scale))
     return scale
+
+
+def _on_grid(value: float, step: float) -> bool:
+    return abs(value / step - round(value / step)) < 1e-6
 
 
 @dataclass
