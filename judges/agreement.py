@@ -37,7 +37,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections import defaultdict
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -106,6 +106,7 @@ class _Data:
     humans: dict[str, dict[str, dict[str, float]]]  # group -> labeler -> id -> rank
     verifier: dict[str, dict[str, float]]  # group -> id -> reward
     n_unjudged: int
+    skipped_rankings: list[str] = field(default_factory=list)  # damaged rows, named
 
 
 def _load(
@@ -118,7 +119,8 @@ def _load(
     spec = _pick_spec(store, spec_hash)
     groups = {r["id"]: r for r in store.group_index(env_id)}
     humans: dict[str, dict[str, dict[str, float]]] = defaultdict(dict)
-    for h in store.human_rankings():
+    problems: list[str] = []
+    for h in store.human_rankings(problems=problems):  # damaged rows are skipped and named
         if h["group_id"] in groups and not h["skipped"]:
             humans[h["group_id"]][h["labeler"]] = h["ranking"]  # oldest first: latest wins
     wanted = set(humans) if labeled_only else set(groups)
@@ -149,7 +151,7 @@ def _load(
         for r in store.judged_verifiable_rewards(spec):
             if r["group_id"] in judge:
                 verifier[r["group_id"]][r["id"]] = r["verifiable_reward"]
-    return _Data(spec, groups, judge, presentations, dict(humans), dict(verifier), n_unjudged)
+    return _Data(spec, groups, judge, presentations, dict(humans), dict(verifier), n_unjudged, problems)  # fmt: skip
 
 
 def _align(a: dict[str, float], b: dict[str, float]) -> tuple[list[float], list[float]]:
@@ -190,7 +192,8 @@ class AgreementReport(DictRecord):
                           "metrics": {metric: {"micro": float | None,
                                                "micro_ci": [lo, hi] | None,
                                                "macro": float | None,
-                                               "macro_ci": [lo, hi] | None}}}}}
+                                               "macro_ci": [lo, hi] | None}}}},
+         "skipped_rankings": [str]}     # only when a damaged ranking row was left out
     """
 
     spec_hash: str | None
@@ -209,8 +212,17 @@ class AgreementReport(DictRecord):
     """Groups at least one person ranked."""
     pairs: dict[str, Aggregate]
     """One :class:`Aggregate` per name in :data:`PAIRS`, in that order."""
+    skipped_rankings: list[str] = field(default_factory=list)
+    """Stored ranking rows left out because they are damaged (each named, with the reason)."""
 
     nested = {"pairs": Aggregate}
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``--json`` shape; ``skipped_rankings`` only when a row was left out."""
+        out = super().to_dict()
+        if not out["skipped_rankings"]:
+            del out["skipped_rankings"]
+        return out
 
 
 def agreement_report(
@@ -233,6 +245,7 @@ def agreement_report(
         n_unjudged=data.n_unjudged,
         n_labeled=len(data.humans),
         pairs={p: aggregate(units[p], n_resamples=n_resamples, seed=seed) for p in PAIRS},
+        skipped_rankings=data.skipped_rankings,
     )
 
 
@@ -321,6 +334,9 @@ def format_report(report: AgreementReport) -> str:
         f"groups {r.n_groups}, judged {r.n_judged}, unjudged "
         f"{r.n_unjudged}, labeled by people {r.n_labeled}",
     ]
+    if r.skipped_rankings:
+        lines.append(f"skipped {len(r.skipped_rankings)} damaged ranking row(s):")
+        lines += [f"  {note}" for note in r.skipped_rankings[:10]]
     for pair, agg in r.pairs.items():
         lines.append("")
         lines.append(f"{pair}: {agg.n_groups} groups, {agg.n_units} comparisons")

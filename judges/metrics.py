@@ -211,7 +211,7 @@ class DictRecord:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Self:
         """Inverse of :meth:`to_dict`; keys that are not fields (added by callers) are ignored."""
-        kw = {f.name: d[f.name] for f in fields(cls)}
+        kw = {f.name: d[f.name] for f in fields(cls) if f.name in d}  # missing: the default
         for k, record in cls.nested.items():
             kw[k] = {name: record.from_dict(v) for name, v in kw[k].items()}
         return cls(**kw)

@@ -105,6 +105,11 @@ if pickers.show_slow(res, "agreement"):
     c[1].metric("judged", report.n_judged)
     c[2].metric("unjudged (judge failed)", report.n_unjudged)
     c[3].metric("labeled by people", report.n_labeled)
+    if report.skipped_rankings:  # damaged rows are left out, never a crash
+        st.warning(
+            f"{len(report.skipped_rankings)} damaged ranking row(s) left out: "
+            + md_escape("; ".join(report.skipped_rankings[:5]), 600)
+        )
     st.caption(
         "Kendall τ-b, Spearman, top-1 overlap and pairwise accuracy (ties count), micro = "
         "pooled over pairs, macro = mean over groups; 95% CIs from a bootstrap over groups. "

@@ -63,7 +63,10 @@ def show_group(group_id: str, spec_hash: str | None, tabbed: bool) -> None:
                 "the sidebar to see another."
             )
     names = {t.id: letter(i) for i, t in enumerate(group.trajectories)}
-    labels = s.human_rankings(group_id=group.id)
+    damaged: list[str] = []
+    labels = s.human_rankings(group_id=group.id, problems=damaged)
+    for note in damaged:  # left out by the store, named here
+        st.warning(f"Damaged ranking row left out: {md_escape(note, 300)}")
     if labels:
         with st.expander(f"Human rankings ({len(labels)}; 1 = best)"):
             st.dataframe(labeling.human_rankings_table(labels, names), hide_index=True)

@@ -12,6 +12,7 @@ disk; a network filesystem (NFS, SMB) breaks SQLite's locking and is refused now
 from __future__ import annotations
 
 import json
+import logging
 import random
 import time
 from collections.abc import Iterator
@@ -23,6 +24,7 @@ from rankgym.errors import StoreError
 from rankgym.store.export import ExportResult, export_store
 from rankgym.store.filters import J_OK, JUDGED_OK, SEARCH_HITS_LIMIT, fts_query, group_filters
 from rankgym.store.queries import StoreQueries
+from rankgym.store.rankings import parse_ranking, ranking_problem
 from rankgym.store.rows import (
     group_from_row,
     insert_group,
@@ -35,6 +37,8 @@ from rankgym.store.rows import (
 from rankgym.types import Group, Judgement, JudgeSpec, TrajectoryScore
 
 __all__ = ["SEARCH_HITS_LIMIT", "Store"]
+
+log = logging.getLogger(__name__)
 
 
 class Store(StoreQueries):
@@ -316,6 +320,9 @@ class Store(StoreQueries):
             raise StoreError(
                 f"ranking of group {group_id!r} must rank every trajectory; missing {sorted(known - set(ranking))}"
             )
+        why = ranking_problem(ranking, known, skipped=skipped)
+        if why:
+            raise StoreError(f"ranking of group {group_id!r} {why}")
         payload = json.dumps({k: float(v) for k, v in ranking.items()})
         return self._write(
             lambda c: (
@@ -328,10 +335,17 @@ class Store(StoreQueries):
         )
 
     def human_rankings(
-        self, group_id: str | None = None, labeler: str | None = None, include_skipped: bool = False
+        self,
+        group_id: str | None = None,
+        labeler: str | None = None,
+        include_skipped: bool = False,
+        problems: list[str] | None = None,
     ) -> list[dict[str, Any]]:
         """Rankings, oldest first: ``id``, ``group_id``, ``labeler``, ``ranking`` (dict),
-        ``blind``, ``skipped``, ``created_at``."""
+        ``blind``, ``skipped``, ``created_at``.
+
+        A damaged row (see ``store.rankings``) is left out and named in a warning and, when
+        given, in ``problems``; it never raises."""
         clauses, params = [], []
         if group_id is not None:
             clauses.append("group_id = ?")
@@ -343,11 +357,24 @@ class Store(StoreQueries):
             clauses.append("skipped = 0")
         where = ("WHERE " + " AND ".join(clauses)) if clauses else ""
         rows = self.query(f"SELECT * FROM human_rankings {where} ORDER BY created_at, id", params)
+        ids: dict[str, set[str]] = {}
+        sub = f"SELECT group_id FROM human_rankings {where}"
+        for t in self.query(f"SELECT group_id, id FROM trajectories WHERE group_id IN ({sub})", params):  # fmt: skip
+            ids.setdefault(t["group_id"], set()).add(t["id"])
+        out = []
         for r in rows:
-            r["ranking"] = loads(r["ranking"], f"ranking {r['id']} of group {r['group_id']!r}")
             r["blind"] = bool(r["blind"])
             r["skipped"] = bool(r["skipped"])
-        return rows
+            known = ids.get(r["group_id"], set())
+            r["ranking"], why = parse_ranking(r["ranking"], known, skipped=r["skipped"])
+            if why:
+                note = f"ranking {r['id']} of group {r['group_id']!r} by {r['labeler']!r} {why}; skipped"
+                log.warning("%s: %s", self.path, note)
+                if problems is not None:
+                    problems.append(note)
+                continue
+            out.append(r)
+        return out
 
     def add_hack_signal(self, trajectory_id: str, name: str, detail: str = "") -> None:
         """Flag a stored trajectory with a named hack signal (replacing the same name's detail)."""
