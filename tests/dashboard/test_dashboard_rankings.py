@@ -8,12 +8,10 @@ import time
 from pathlib import Path
 
 import pytest
-from streamlit.testing.v1 import AppTest
+from test_dashboard_hostile import page
 
 from rankgym.dashboard.sample import build_sample_store
 from rankgym.store import Store
-
-APP = Path(__file__).resolve().parents[2] / "dashboard" / "app.py"
 
 
 @pytest.fixture(scope="module")
@@ -31,21 +29,11 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     return path, gid
 
 
-def _page(store: Path, monkeypatch: pytest.MonkeyPatch, view: str, query: dict) -> AppTest:
-    monkeypatch.setenv("RANKGYM_STORE", str(store))
-    at = AppTest.from_file(str(APP), default_timeout=90)
-    at.run()
-    at.query_params.update(query)
-    at.switch_page(f"views/{view}.py").run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
 def test_the_group_page_shows_the_group_and_names_the_damaged_ranking(
     store: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path, gid = store
-    at = _page(path, monkeypatch, "groups", {"group": gid})
+    at = page(path, monkeypatch, "groups", {"group": gid})
     assert at.subheader[0].value.startswith("Group ")
     warnings = [w.value for w in at.warning]
     assert any("Damaged ranking row left out" in w and "mallory" in w for w in warnings), warnings
@@ -56,7 +44,7 @@ def test_the_agreement_page_still_reports_and_names_the_damaged_ranking(
     store: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path, _ = store
-    at = _page(path, monkeypatch, "agreement", {})
+    at = page(path, monkeypatch, "agreement", {})
     for _ in range(30):  # the report is computed in the background
         if any("damaged ranking row" in w.value for w in at.warning):
             break
