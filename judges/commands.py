@@ -276,6 +276,12 @@ def _judge_all(
             f"{summary['input_tokens']} input / {summary['output_tokens']} output tokens{cost}; "
             f"judge {spec.model}, spec {spec.spec_hash}"
         )
+        if summary.get("service_s_mean") is not None:
+            print(
+                f"  per group: {summary['service_s_mean']:.1f}s judge service + "
+                f"{summary['queue_s_mean']:.1f}s queued (mean; queue = waiting behind "
+                "--concurrency or for the one local model)"
+            )
         for e in errors[:10]:
             print(f"  unjudged {e['group_id']}: {e['error']}")
         if errors:
