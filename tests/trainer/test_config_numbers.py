@@ -192,3 +192,16 @@ def test_an_infinite_learning_rate_stops_sft_before_the_adapter_is_written(tmp_p
     peft_model = get_peft_model(model, lora)
     with pytest.raises(NonFiniteTraining, match="sft step 1"):
         sft_train(peft_model, rows, pad_id=tok.pad_token_id, steps=3, lr=float("inf"), warmup_steps=0)  # fmt: skip
+
+
+def test_a_nan_margin_stops_judge_training_before_a_checkpoint(tmp_path: Path):
+    from trainer_helpers import tiny_model
+
+    from rankgym.trainer.judge_train import Example, JudgeTrainConfig, add_lora, train_judge
+
+    model, tok = tiny_model(seed=4)
+    cfg = JudgeTrainConfig(gamma=float("nan"), batch_size=2, epochs=1, checkpoint_every=1, bf16=False)  # fmt: skip
+    examples = [Example(f"e{i}", context=[5, 6, 7 + i], correct=11, wrong=12, answer=[11, 2]) for i in range(4)]  # fmt: skip
+    with pytest.raises(NonFiniteTraining, match="judge-train step 1: non-finite loss nan"):
+        train_judge(add_lora(model, cfg), tok, examples, cfg, tmp_path, "fp", progress=False)
+    assert not (tmp_path / "checkpoint").exists()
