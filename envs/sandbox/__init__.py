@@ -11,12 +11,21 @@ How a run is isolated (a warm ``python -I -S supervisor.py`` per concurrent call
 ``worker.py``, sets up as root and forks a fresh candidate process per run):
 
 - **namespaces** (when the kernel lets us ``unshare``): network (only a down loopback: no
-  network at all), pid (the candidate sees and can signal only the sandbox's processes), IPC,
-  UTS and mount: the host's private directories (``/work``, ``/root`` except the interpreter's
-  path, ``/home``, ``/tmp``, ``/run``, ``/opt``..., every ``site-packages`` and this project's
-  tree) are covered by empty read-only tmpfs and ``/proc`` is re-mounted for the new pid space;
-- **a fresh work dir** per run: a size-limited tmpfs (``Limits.workdir_bytes``) as cwd and
-  ``HOME``, unmounted after the run;
+  network at all), pid (the candidate sees and can signal only the sandbox's processes), UTS
+  and mount: the host's private directories (``/work``, ``/root`` except the interpreter's
+  path, ``/home``, ``/tmp``, ``/dev/shm``, ``/run``, ``/opt``..., every ``site-packages`` and
+  this project's tree) are covered by empty read-only tmpfs, world-writable device nodes
+  (``/dev/fuse``, ``/dev/net/tun``) by ``/dev/null``, and ``/proc`` is re-mounted for the new
+  pid space. These mounts stay locked for a candidate that makes a user namespace of its own;
+- **an IPC namespace per run** (made by the zygote for each candidate): SysV shared memory,
+  semaphores, message queues and POSIX message queues die with the run's last process, so
+  nothing the run allocates there outlives it (ten runs that each left a 200 MiB segment
+  changed host ``Shmem`` by 0 MiB; before, +2,000 MiB until the worker exited). What a run
+  left is counted (``RunResult.ipc_objects``, signal ``ipc_use``); POSIX shared memory needs a
+  writable ``/dev/shm``, which the candidate does not have;
+- **a fresh work dir** per run: a tmpfs capped in bytes (``Limits.workdir_bytes``) and in files
+  (``Limits.workdir_files``: a flood of empty files stops there) as cwd and ``HOME``,
+  unmounted after the run;
 - **a fresh address space** per run: the candidate is forked from a zygote that never held a
   request, so it cannot find earlier runs' code, inputs or outputs in its own memory;
 - **an unprivileged uid/gid** (a per-run uid from 200000 up, no supplementary groups,
@@ -31,20 +40,29 @@ How a run is isolated (a warm ``python -I -S supervisor.py`` per concurrent call
 - **a scrubbed environment** (``PATH``, ``HOME``, ``LANG`` only), no stdin, output cut to
   ``Limits.output_chars`` and the run killed when output passes 64 times that.
 
+Decoding what comes back is bounded too (``codec.DecodeBudget``, for all of a run's values
+together): at most 100,000 items, 2 s, and 8 distinct numbers or tuples per hash, so no set or
+dict built from them, here or by a check, goes quadratic (hash flooding); going over marks the
+run ``overloaded`` and the values ``grader_overload`` errors.
+
 What it does not protect against: kernel exploits (there is no seccomp filter; the candidate can
-make any syscall its uid allows); reading world-readable files outside the hidden directories
-(``/etc``, ``/usr``, the interpreter's stdlib); CPU and memory-bandwidth contention with the host;
-timing side channels. Without root (``capabilities()["root"]`` false) there is no uid change,
-no namespaces and no cgroups: only rlimits, a session and a temp dir, and the candidate can read
-whatever the calling user can, hidden test files included (never the expected values, which
-stay in the caller's memory). Without ``unshare`` there is no
-network, pid or mount isolation (and with the interpreter under a directory the candidate's uid
-cannot read, only the stdlib modules the zygote preloads import: ``capabilities()["works"]``
-is false); we do **not** fall back to blocking ``socket`` in-process, because code in
-the same process can undo that. ``capabilities()`` says which of these hold on this machine.
-The audit-hook events reported back (file, socket, process, kill events) come from the
-candidate's own process, so a determined candidate can suppress them: they feed hack signals,
-never the pass/fail decision.
+make any syscall its uid allows, ``unshare(CLONE_NEWUSER)`` included: a user namespace of its
+own, in which it may mount tmpfs and make network devices that only it sees, all charged to
+its memory cgroup and gone with its processes; FUSE is out of reach, ``/dev/fuse`` being
+``/dev/null``); reading world-readable files outside the hidden directories (``/etc``,
+``/usr``, the interpreter's stdlib); CPU and memory-bandwidth contention with the host; timing
+side channels; memory a run holds while it runs (capped by its cgroup). Without root
+(``capabilities()["root"]`` false) there is no uid change, no namespaces and no cgroups: only
+rlimits, a session and a temp dir (no file count cap); the candidate can read whatever the
+calling user can, hidden test files included (never the expected values, which stay in the
+caller's memory), and SysV objects it leaves outlive it. Without ``unshare`` there is no
+network, pid, IPC or mount isolation (and with the interpreter under a directory the
+candidate's uid cannot read, only the stdlib modules the zygote preloads import:
+``capabilities()["works"]`` is false); we do **not** fall back to blocking ``socket``
+in-process, because code in the same process can undo that. ``capabilities()`` says which of
+these hold on this machine. The audit-hook events reported back (file, socket, process, kill,
+``ctypes`` lookups) come from the candidate's own process, so a determined candidate can
+suppress them: they feed hack signals, never the pass/fail decision.
 """
 
 from __future__ import annotations
@@ -108,6 +126,8 @@ class Limits:
     processes: int = 16
     output_chars: int = 8000
     workdir_bytes: int = 16 << 20
+    workdir_files: int = 4096
+    """Files and directories the work dir holds at most (its tmpfs's inodes)."""
     result_bytes: int = 8 << 20
 
 
@@ -273,6 +293,7 @@ class Sandbox:
                 "processes": lim.processes,
                 "output_chars": lim.output_chars,
                 "workdir_bytes": lim.workdir_bytes,
+                "workdir_files": lim.workdir_files,
                 "result_bytes": lim.result_bytes,
             },
         )

@@ -10,10 +10,12 @@ request, so a candidate's address space holds its own request and nothing of ear
 (tested: a later run scanning its whole memory finds no trace of an earlier run's code or
 inputs). The pool keeps up to ``MAX_IDLE`` idle workers per process.
 
-What reuse gives up against one supervisor per run: runs of one worker share its namespaces, so
-a SysV IPC object or an abstract socket a candidate leaves could be seen by a later run of the
-same worker (a different uid; never the grader's data, which is not in the worker). Pass
-``persistent=False`` to ``Sandbox`` for a fresh supervisor per run.
+What reuse gives up against one supervisor per run: runs of one worker share its mount, network
+and UTS namespaces (not IPC: the zygote gives each run an IPC namespace of its own, so a SysV
+segment or message queue dies with the run's last process), so e.g. an abstract socket's name
+is visible to a later run of the same worker while a process holds it (never across runs: every
+process of a run is killed; a different uid; never the grader's data, which is not in the
+worker). Pass ``persistent=False`` to ``Sandbox`` for a fresh supervisor per run.
 """
 
 from __future__ import annotations

@@ -184,3 +184,30 @@ def test_a_verifier_that_raises_on_the_candidates_values_scores_0_with_a_signal(
     assert grade.stage == "grader_error" and "grader_error" in grade.signals
     assert [grade.reward(k) for k in ("outcome", "dense", "staged")] == [0.0, 0.0, 0.0]
     assert "OverflowError" in (grade.error or "")
+
+
+DEVICES_AND_USERNS = r"""
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+made = libc.unshare(0x10000000 | 0x00020000)  # a user + mount namespace of its own
+gone = [p for p in (b"/dev/fuse", b"/dev/net/tun", b"/work") if libc.umount2(p, 2) == 0]
+null = os.stat("/dev/null").st_rdev
+print(made, gone, [os.stat(d).st_rdev == null for d in ("/dev/fuse", "/dev/net/tun")
+                   if os.path.exists(d)])
+"""
+
+
+@pytest.mark.skipif(not _ipc_per_run(), reason="needs root (mount namespaces)")
+def test_world_writable_devices_are_dev_null_even_from_a_user_namespace_of_its_own():
+    res = Sandbox(Limits(wall_s=5)).run_script(DEVICES_AND_USERNS)
+    made, gone, covered = res.stdout.strip().split(" ", 2)
+    assert gone == "[]"  # inherited mounts are locked: nothing hidden comes back
+    assert "False" not in covered
+
+
+def test_the_work_dir_holds_a_bounded_number_of_files():
+    code = "n = 0\ntry:\n    while n < 100000:\n        open(f'f{n}', 'w').close(); n += 1\nexcept OSError:\n    pass\nprint(n)\n"
+    res = Sandbox(Limits(wall_s=8, workdir_files=500)).run_script(code)
+    if not res.isolation.get("workdir_tmpfs"):
+        pytest.skip("no tmpfs work dir without a mount namespace")
+    assert int(res.stdout) < 500
