@@ -193,6 +193,7 @@ def capabilities() -> dict[str, Any]:
         "workdir_tmpfs": bool(iso.get("workdir_tmpfs")),
         "cgroups": [p.split("/")[4] for p in iso.get("cgroups", [])],
         "uid_drop": iso.get("uid", 0) != 0,
+        "ipc_per_run": bool(iso.get("run_ipc_ns")),
         # a candidate ran and imported stdlib modules that are not preloaded (false e.g. when no
         # mount namespace puts back an interpreter that lives under an unreadable /root)
         "works": res.stdout.strip() == "ok",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 
@@ -211,3 +212,41 @@ def test_the_work_dir_holds_a_bounded_number_of_files():
     if not res.isolation.get("workdir_tmpfs"):
         pytest.skip("no tmpfs work dir without a mount namespace")
     assert int(res.stdout) < 500
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=10),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+_typed = st.recursive(
+    st.builds(
+        lambda t, v: {"t": t, "v": v},
+        st.sampled_from(["none", "bool", "int", "float", "complex", "str", "bytes", "opaque"]),
+        _json,
+    ),
+    lambda inner: st.builds(
+        lambda t, v: {"t": t, "v": v},
+        st.sampled_from(["list", "tuple", "set", "frozenset", "dict"]),
+        st.lists(inner | st.lists(inner, max_size=3), max_size=5),
+    ),
+    max_leaves=20,
+)
+
+
+@given(st.one_of(_json, _typed))
+@settings(max_examples=400, deadline=None)
+def test_decoding_any_json_gives_a_value_or_a_codec_error_and_nothing_else(obj):
+    t0 = time.monotonic()
+    with contextlib.suppress(CodecError):
+        decode(obj)
+    assert time.monotonic() - t0 < 1.0
+
+
+@given(st.lists(st.integers(1, 10**6), min_size=9, max_size=200, unique=True))
+@settings(max_examples=50, deadline=None)
+def test_any_nine_or_more_distinct_ints_sharing_one_hash_are_an_overload(ks):
+    with pytest.raises(CodecOverload):
+        decode(encode([k * P61 for k in ks]))
