@@ -138,6 +138,10 @@ def _sft_run(args: argparse.Namespace) -> dict[str, Any]:
         not out.is_dir() or (not (out / "adapter_config.json").is_file() and any(out.iterdir()))
     ):
         raise UserError(f"--out {args.out!r} exists and holds no adapter; choose another --out")
+    if cfg.sft.source == "jsonl":  # a bad line fails before the model loads
+        from rankgym.trainer.sft import jsonl_conversations
+
+        jsonl_conversations(cfg.sft.path)
     set_torch_threads()
     model, tok, _ = build_lora_model(cfg)
     summary = sft_stage(

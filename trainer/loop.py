@@ -153,6 +153,14 @@ class Trainer:
             except ValueError as e:
                 raise UserError(f"judge.model: {e}") from None
         if (
+            self.cfg.sft is not None
+            and self.cfg.sft.source == "jsonl"
+            and self.init_adapter is None
+        ):
+            from rankgym.trainer.sft import jsonl_conversations
+
+            jsonl_conversations(self.cfg.sft.path)  # a bad line fails before run.json
+        if (
             self.init_adapter is not None
             and not (self.init_adapter / "adapter_config.json").is_file()
         ):

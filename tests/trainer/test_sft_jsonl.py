@@ -164,3 +164,18 @@ def test_fuzzed_lines_parse_or_fail_with_a_one_line_user_error(row: Any):
     msgs = [m.to_openai() for m in ex.messages]
     assert all(isinstance(m["content"], str) for m in msgs)
     assert any(m["role"] == "assistant" for m in msgs)
+
+
+def test_a_bad_jsonl_line_fails_sft_and_train_before_the_model_loads_or_run_json(
+    tmp_path: Path, capsys
+):
+    from rankgym.cli import main
+
+    bad = _write(tmp_path, {"messages": [{"role": "hacker", "content": "x"}, ANSWER]})
+    assert main(["sft", "--out", str(tmp_path / "o"), "--source", "jsonl", "--path", str(bad), "-q"]) == 2  # fmt: skip
+    assert "d.jsonl:1: messages.0.role" in capsys.readouterr().err
+    cfg = tmp_path / "t.toml"
+    cfg.write_text(f'out_dir = "{tmp_path / "run"}"\n[sft]\nsource = "jsonl"\npath = "{bad}"\n')
+    assert main(["train", "--config", str(cfg), "-q"]) == 2
+    assert "d.jsonl:1: messages.0.role" in capsys.readouterr().err
+    assert not (tmp_path / "run" / "run.json").exists() and not (tmp_path / "o").exists()
