@@ -160,9 +160,25 @@ def _embedded_added_tokens() -> frozenset[str]:
 
 
 @functools.cache
-def _token_regex() -> re.Pattern[str]:
+def _token_regex() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """(the first characters of every token, the tokens): the first finds candidate places
+    fast, the second is tried only there."""
     tokens = sorted(special_tokens(), key=len, reverse=True)
-    return re.compile("|".join([_CHAT_OPENERS.pattern, *map(re.escape, tokens)]))
+    first = "".join(sorted({re.escape(t[0]) for t in tokens} | {"<"}))
+    alternatives = "|".join([_CHAT_OPENERS.pattern, *map(re.escape, tokens)])
+    return re.compile(f"[{first}]"), re.compile(alternatives)
+
+
+def _token_matches(s: str) -> list[re.Match[str]]:
+    """Non-overlapping control-token matches in ``s``, left to right."""
+    starts, tokens = _token_regex()
+    out: list[re.Match[str]] = []
+    end = 0
+    for c in starts.finditer(s):
+        if c.start() >= end and (m := tokens.match(s, c.start())):
+            out.append(m)
+            end = m.end()
+    return out
 
 
 def _escaped_spans(s: str) -> bytearray:
@@ -182,13 +198,13 @@ def _escaped_spans(s: str) -> bytearray:
 def _neutralise_tokens(s: str) -> str:
     """Write one free character (not part of an escape, not a quote) of every control token
     found in ``s`` as a ``\\u`` escape; repeated until none is left (tokens can overlap)."""
-    regex = _token_regex()
     for _ in range(8):
-        if not regex.search(s):
+        matches = _token_matches(s)
+        if not matches:
             return s
         marks = _escaped_spans(s)
         out, pos = [], 0
-        for m in regex.finditer(s):
+        for m in matches:
             j = next((k for k in range(m.start(), m.end()) if not marks[k] and s[k] != '"'), None)
             if j is None or j < pos:
                 continue
