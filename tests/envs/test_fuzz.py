@@ -133,6 +133,7 @@ def actions(draw: st.DrawFn, tool_names: list[str]) -> list[Any]:
         agent_text,
         st.builds(text_call, name, st.dictionaries(st.text(max_size=10), json_values, max_size=3)),
         st.builds(native_call, name, json_values | agent_text),
+        st.builds(native_call, json_values, json_values),  # a name that is not a string (issue 26)
         st.builds(
             native_call,
             name,
@@ -175,6 +176,7 @@ def _fuzz(env_id: str, max_examples: int):  # noqa: ANN202 - a decorated test fa
     @example(0, [SURROGATE])
     @example(0, [KEYWORDS_40K, CALC_HUGE, CALC_199_DIGITS])
     @example(0, ['<tool_call>{"name": "a", "arguments": {}}</tool_call>' * 200])
+    @example(0, [native_call(5, "{}"), native_call(None, {}), native_call(["submit"], "{}")])
     def test(seed: int, steps: list[Any]) -> None:
         play(built_in(env_id), seed, steps)
 
