@@ -8,6 +8,14 @@ writes messages as compact one-line records instead of JSON objects (see
 ``rankgym/judges/prompt.py``). Both requests carry the same rubric; token counts are
 ``litellm.token_counter`` for ``--model`` (exact for OpenAI models).
 
+Tools on both sides (the default; ``--no-tools`` leaves them out of both): our request carries
+the env's tool schemas as one line per tool in ``<tools>`` (what ``rankgym train`` and
+``rankgym judge`` now send, from ``Group.tools``); RULER's carries them as ``json.dumps`` in
+``<available_tools>`` (openpipe-art >= 0.5.18, ``ruler(..., tools=...)``). When ``art`` is
+importable (e.g. ``.venv-art/bin/python bench/judge_tokens.py``) the RULER request is the one
+``art.rewards.ruler.ruler`` itself builds (its LiteLLM call is intercepted, nothing is sent);
+otherwise our reproduction of it below, and the output says which (``ruler_source``).
+
 Groups: ``--groups`` tasks of ``--env``, each with ``--group-size`` trajectories from the
 env's oracle with increasing noise (``oracle~P``: per-turn probability of a random tool call
 instead of the oracle's next step: 0, then evenly up to 1 = the random policy; the calibration
@@ -49,8 +57,45 @@ def _art_message(m: Any) -> dict[str, Any]:
     return d
 
 
-def ruler_messages(group: Group, rubric: str) -> list[dict[str, str]]:
-    """The request RULER builds for these trajectories (its code path, reproduced)."""
+class _Captured(Exception):
+    """Raised by the stand-in for LiteLLM once it holds RULER's request."""
+
+
+def art_ruler_messages(
+    group: Group, rubric: str, tools: list[dict[str, Any]] | None
+) -> list[dict[str, str]] | None:
+    """The request ``art.rewards.ruler.ruler`` builds (None when ``art`` is not installed)."""
+    try:
+        import art.rewards  # noqa: F401 - loads the module art.rewards.ruler
+    except ImportError:
+        return None
+    import asyncio
+
+    ruler_mod = sys.modules["art.rewards.ruler"]  # the name art.rewards.ruler is its function
+
+    captured: dict[str, Any] = {}
+
+    async def capture(model: str, messages: list[dict[str, str]], **kw: Any) -> Any:
+        captured["messages"] = messages
+        raise _Captured
+
+    message_lists = [[_art_message(m) for m in t.messages] for t in group.trajectories]
+    real = ruler_mod.acompletion
+    ruler_mod.acompletion = capture
+    try:
+        asyncio.run(ruler_mod.ruler(message_lists, rubric=rubric, tools=tools))
+    except _Captured:
+        pass
+    finally:
+        ruler_mod.acompletion = real
+    return captured["messages"]
+
+
+def ruler_messages(
+    group: Group, rubric: str, tools: list[dict[str, Any]] | None = None
+) -> list[dict[str, str]]:
+    """The request RULER builds for these trajectories (its code path, reproduced; with
+    ``tools``, its ``<available_tools>`` section as in openpipe-art 0.5.18)."""
     message_lists = [[_art_message(m) for m in t.messages] for t in group.trajectories]
     common = 0
     for idx, msg in enumerate(message_lists[0]):
@@ -62,6 +107,8 @@ def ruler_messages(group: Group, rubric: str) -> list[dict[str, str]]:
     user_text = ""
     if common > 0 and not all_identical:
         user_text += "<context>\n" + json.dumps(message_lists[0][:common]) + "\n</context>\n\n"
+    if tools:
+        user_text += "<available_tools>\n" + json.dumps(tools) + "\n</available_tools>\n\n"
     if all_identical:
         serialized = ['<trajectory id="1">\n' + json.dumps(message_lists[0]) + "\n</trajectory>"]
     else:
@@ -150,20 +197,27 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--judge", help="also judge the first --judge-groups groups with this model "
                     "(2 presentations) and report its agreement with the verifier")  # fmt: skip
     ap.add_argument("--judge-groups", type=int, default=10)
+    ap.add_argument("--no-tools", action="store_true", help="leave the env's tool schemas out "
+                    "of both requests (the old measurement)")  # fmt: skip
     args = ap.parse_args(argv)
 
     t0 = time.perf_counter()
     groups = make_groups(args.env, args.groups, args.group_size, args.seed, args.identical)
     rubric = default_rubric()
     rows = []
+    sources = set()
     for g in groups:
+        tools = None if args.no_tools else (g.tools or None)
         copies = twins(g.trajectories)  # the judge shows identical trajectories once
-        ours = build_prompt(g, rubric, [t.id for t in g.trajectories if t.id not in copies])
+        ours = build_prompt(g, rubric, [t.id for t in g.trajectories if t.id not in copies], tools)
+        ruler = art_ruler_messages(g, rubric, tools)
+        sources.add("openpipe-art" if ruler is not None else "reproduction")
         rows.append(
             {
                 "group_id": g.id,
                 "ours": count_tokens(args.model, ours.messages),
-                "ruler": count_tokens(args.model, ruler_messages(g, rubric)),
+                "ruler": count_tokens(args.model, ruler or ruler_messages(g, rubric, tools)),
+                "tools": len(tools or []),
                 "single": count_tokens(
                     args.model, build_prompt(g, rubric, [g.trajectories[0].id]).messages
                 ),
@@ -181,6 +235,9 @@ def main(argv: list[str] | None = None) -> int:
         "groups": len(rows),
         "group_size": args.group_size,
         "model_tokenizer": args.model,
+        "tools_on_both_sides": not args.no_tools,
+        "tools_per_group": sum(r["tools"] for r in rows) / len(rows),
+        "ruler_source": "+".join(sorted(sources)),
         "ours_tokens_per_group": ours_total / len(rows),
         "ruler_tokens_per_group": ruler_total / len(rows),
         "ratio_total": ours_total / ruler_total,

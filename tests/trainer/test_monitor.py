@@ -307,3 +307,16 @@ def test_the_runs_page_shows_the_monitor_curves_and_a_guard_stop(tmp_path, monke
     assert any(h.value == "Judge monitor" for h in at.subheader)
     assert any("judge guard stopped this run at step 2" in e.value for e in at.error)
     assert any("(30 pairs so far)" in c.value for c in at.caption)
+
+
+def test_a_resumed_run_keeps_counting_the_steps_it_already_did(tiny, fake, tmp_path):
+    fake.script = [mark_judge()]
+    raw = _raw(tiny, tmp_path / "run", steps=2)
+    first = Trainer(validate_config(raw, TrainConfig), progress=False).run()["monitor"]
+    raw["steps"] = 3
+    again = Trainer(validate_config(raw, TrainConfig), progress=False, resume=True).run()
+    assert again["start_step"] == 2 and again["steps_run"] == 1
+    with Store(tmp_path / "run" / "store.db", readonly=True) as s:
+        rows = [r["metrics"] for r in s.steps(again["run_id"])]
+    assert again["monitor"]["pairs"] == rows[2]["monitor_pairs_run"]
+    assert rows[2]["monitor_pairs_run"] == first["pairs"] + rows[2]["monitor_pairs"]
