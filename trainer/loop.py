@@ -6,12 +6,15 @@ One step ``k`` (0-based):
    step ``k`` (its name is ``<model>@step<k>``; every Turn records it and the loop checks that
    all of them do, so a stale adapter cannot train silently). Sampling is seeded per episode
    from ``(seed, step, task, index)``, so a step regenerates identically.
-2. **judge** (if the reward uses it): one LiteLLM call per group, cached and stored.
+2. **judge** (if the reward uses it): one LiteLLM call per group, cached and stored; the
+   judge is shown the env's tool schemas (``Group.tools``). Rollout and judging live in
+   ``step_data.py``.
 3. **store**: groups, trajectories and judgements go to the SQLite store; a step manifest
    (``<out>/steps/step-00000k.json``, written atomically) records the step's group ids in order.
    A resumed run reuses a step whose manifest exists instead of rolling it out again.
 4. **update**: rewards (``rewards.step_rewards``: blend + hack penalty) -> group advantages ->
-   one GRPO update (``grpo.py``).
+   the judge monitor, its guard and the no-signal refusal (``monitor.watch_step``: may stop
+   the run before the update) -> one GRPO update (``grpo.py``).
 5. **checkpoint**: adapter + optimizer + scheduler + RNG state, atomically; then
    ``store.log_step`` with the step's metrics (``rewards.step_metrics``).
 

@@ -1,0 +1,79 @@
+"""The env's tool schemas reach every production judge request: `rankgym judge` (and its dry
+run) from the group's stored tools, and `rankgym judge-check` from its calibration rollouts."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from judge_fakes import answer, labels_in, make_group
+
+from rankgym.cli import main
+from rankgym.judges.check import CheckConfig, run_check
+from rankgym.judges.spec import default_spec
+from rankgym.store import Store
+
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "search_emails",
+            "description": "Full-text search over the inbox.",
+            "parameters": {"type": "object", "properties": {"q": {"type": "string"}},
+                           "required": ["q"]},
+        },
+    }
+]  # fmt: skip
+_TOOLS_BLOCK = re.compile(r"<tools>\n(.*?)\n</tools>", re.DOTALL)
+
+
+def _tools_section(messages: list[dict]) -> str | None:
+    m = _TOOLS_BLOCK.search(messages[-1]["content"])
+    return m.group(1) if m else None
+
+
+def test_rankgym_judge_shows_the_judge_the_tools_stored_with_the_group(fake, store_path, capsys):
+    g = make_group(3)
+    g.tools = TOOLS
+    with Store(store_path) as s:
+        s.put_group(g)
+    fake.script = [lambda m: answer({lab: 0.5 for lab in labels_in(m)})]
+    assert (
+        main(["judge", "--store", str(store_path), "--judge", "fakejudge/m", "--json", "-q"]) == 0
+    )
+    (request,) = fake.requests
+    assert (
+        _tools_section(request)
+        == '- "search_emails"("q": "string"): "Full-text search over the inbox."'
+    )
+    capsys.readouterr()
+    assert main(["judge", "--store", str(store_path), "--judge", "fakejudge/other",
+                 "--dry-run", "--json"]) == 0  # fmt: skip
+    dry = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    (pres,) = dry["per_group"][0]["presentations"]
+    assert _tools_section(pres["messages"]) is not None
+
+
+def test_judge_check_shows_the_judge_the_envs_tools(fake, tmp_path):
+    fake.script = [lambda m: answer({lab: 0.5 for lab in labels_in(m)})]
+    cfg = CheckConfig(env_id="rankgym/EmailSearch-v0", groups=2, group_size=2, permutations=2,
+                      resamples=100)  # fmt: skip
+    with Store(tmp_path / "check.db") as store:
+        run_check(cfg, default_spec("fakejudge/m"), store)
+    assert fake.requests
+    for request in fake.requests:
+        section = _tools_section(request)
+        assert section is not None and '"search_emails"' in section and '"read_email"' in section
+
+
+def test_judge_check_gives_calibration_groups_stored_without_tools_their_envs_tools(fake, tmp_path):
+    fake.script = [lambda m: answer({lab: 0.5 for lab in labels_in(m)})]
+    cfg = CheckConfig(env_id="rankgym/EmailSearch-v0", groups=2, group_size=2, permutations=2,
+                      resamples=100)  # fmt: skip
+    with Store(tmp_path / "check.db") as store:
+        run_check(cfg, default_spec("fakejudge/m"), store)
+        store._write(lambda c: c.execute("UPDATE groups SET tools = '[]'"))  # as before v5
+        fake.requests.clear()
+        run_check(cfg, default_spec("fakejudge/second"), store)  # same groups, from the store
+        assert all(g.tools for g in (store.get_group(i) for i in store.group_ids()))
+    assert fake.requests and all(_tools_section(r) for r in fake.requests)
