@@ -67,8 +67,9 @@ _WATCH = _FILE_OPS | frozenset(
     "open socket.__new__ socket.connect socket.bind socket.getaddrinfo socket.sendto os.system "
     "os.exec os.posix_spawn os.spawn os.fork os.forkpty subprocess.Popen os.kill os.killpg "
     "signal.pthread_kill sys.addaudithook ctypes.dlopen ctypes.dlsym sys.settrace "
-    "sys.setprofile".split()
+    "sys.setprofile import".split()
 )
+_IPC_MODULES = frozenset("_posixshmem multiprocessing.shared_memory sysv_ipc posix_ipc".split())
 
 
 def _candidate(req, out_w, err_w, res_w, libc, iso):
@@ -136,6 +137,10 @@ def _candidate(req, out_w, err_w, res_w, libc, iso):
                 send({"event": "harness_file", "path": path, "write": bool(writing)})
             elif not (path == work or path.startswith(work + "/")) and not path.startswith(keep):
                 send({"event": "outside_file", "path": path, "write": bool(writing)})
+            return
+        if event == "import":  # only shared-memory modules are worth a report
+            if detail in _IPC_MODULES:
+                send({"event": "ipc_import", "detail": detail})
             return
         if event in _FILE_OPS:
             path = os.path.normpath(os.path.join(work, detail)) if detail else ""

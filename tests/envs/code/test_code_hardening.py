@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from rankgym.envs.code.env import CodeTestsEnv, grade_submission
 from rankgym.envs.code.grading import same
-from rankgym.envs.code.signals import SIGNALS, source_signals
+from rankgym.envs.code.signals import SIGNALS, run_signals, source_signals
 from rankgym.envs.code.tasks import all_specs, humaneval_path
 from rankgym.envs.sandbox import (
     CodecError,
@@ -83,6 +83,18 @@ def test_a_run_counts_the_sysv_objects_it_left_and_the_next_run_cannot_see_them(
     later = sb.run_script("print(open('/proc/sysvipc/shm').read().count(chr(10)))")
     assert later.stdout.strip() == "1"  # the header line only
     assert later.ipc_objects == 0
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "m = __import__('multiprocessing.shared_memory')\n",
+        "import ctypes\nf = getattr(ctypes.CDLL(None), 'mq_' + 'open')\n",
+    ],
+)
+def test_ipc_use_is_a_signal_at_run_time_even_when_the_source_hides_it(code):
+    res = Sandbox(Limits(wall_s=5)).run_script(code)
+    assert "ipc_use" in run_signals(res, 0)
 
 
 def test_ipc_use_is_a_signal_from_the_source_too():
