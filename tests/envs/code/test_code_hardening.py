@@ -150,7 +150,7 @@ def mean_median_mode(xs):
 
 
 def test_a_submit_returning_a_60k_item_hash_colliding_set_is_graded_0_within_5_s():
-    env = CodeTestsEnv(limits={"wall_s": 10, "result_bytes": 64 << 20})
+    env = CodeTestsEnv()  # the default limits: 8 MiB of results hold two such sets
     env.reset(options={"task_id": "rankgym/mean_median_mode"})
     t0 = time.monotonic()
     _, reward, terminated, _, info = env.step(_call("submit", code=FORGED_SUBMIT))
