@@ -12,7 +12,9 @@ import inspect
 from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any, Unpack
 
+from rankgym.envs.policies import kvreuse
 from rankgym.envs.policies.base import Generation, Messages, Row, Tools, assistant_message, row_seed
+from rankgym.envs.policies.kvreuse import Entry, weights_tag
 from rankgym.envs.policies.local import LocalTokensPolicy, Sampling, stop_token_ids
 from rankgym.envs.policies.render import assistant_turns
 from rankgym.model import (
@@ -41,7 +43,10 @@ class TransformersPolicy(LocalTokensPolicy):
     (faster prefill; at small batches it slows decoding); weights already in bf16 run as they
     are; True/False force it. ``adapter``: the name of a peft adapter loaded into ``model``
     (``rankgym.model.load_named_adapter``) that sampling switches to (and back after), so
-    several policies share one base model; None samples with whatever is active. Prompts longer than ``max_prompt_tokens`` keep the system message's
+    several policies share one base model; None samples with whatever is active. ``reuse_kv``:
+    identical prompts in a batch are prefilled once, and a prompt that extends a conversation
+    this policy sampled in its previous ``generate_rows`` call continues from that call's KV
+    cache (``kvreuse.py``); False prefills every prompt in full. Prompts longer than ``max_prompt_tokens`` keep the system message's
     tokens and the most recent tokens (a note is recorded in ``Generation.notes``). The sampling
     keywords (``max_new_tokens``, ``temperature``, ``top_p``, ``top_k``, ``seed``,
     ``max_prompt_tokens``, ``tool_mode``) are :class:`~rankgym.envs.policies.local.Sampling`.
@@ -55,6 +60,7 @@ class TransformersPolicy(LocalTokensPolicy):
         max_batch_size: int = 64,
         autocast: bool | None = None,
         adapter: str | None = None,
+        reuse_kv: bool = True,
         **sampling: Unpack[Sampling],
     ) -> None:
         import torch
@@ -70,6 +76,8 @@ class TransformersPolicy(LocalTokensPolicy):
         self.device = param.device
         self.autocast = autocast
         self.adapter = adapter
+        self.reuse_kv = reuse_kv
+        self._kv: tuple[Any, list[Entry]] = ((), [])  # (fingerprint, entries of the last call)
         self._autocast_capable = (
             self.device.type == "cpu" and param.dtype == torch.float32 and cpu_bf16_native()
         )
@@ -113,9 +121,12 @@ class TransformersPolicy(LocalTokensPolicy):
                 continue
             prompts.append((i, ids, seed))
         prompts.sort(key=lambda p: len(p[1]))  # similar lengths together: less padding
+        tag = self._fingerprint() if self.reuse_kv else ()
+        old = self._kv[1] if self.reuse_kv and self._kv[0] == tag else []
+        self._kv, kept = ((), []), []
         for start in range(0, len(prompts), self.max_batch_size):
             chunk = prompts[start : start + self.max_batch_size]
-            sampled = self._sample([p[1] for p in chunk], [p[2] for p in chunk])
+            sampled = self._sample([p[1] for p in chunk], [p[2] for p in chunk], old, kept)
             for (i, ids, _), (out_ids, logprobs) in zip(chunk, sampled, strict=True):
                 text = self.tokenizer.decode(out_ids, skip_special_tokens=True)
                 results[i] = Generation(
@@ -128,24 +139,32 @@ class TransformersPolicy(LocalTokensPolicy):
                     completion_tokens=len(out_ids),
                     notes=notes.get(i, []),
                 )
+        del old
+        if self.reuse_kv:
+            self._kv = (tag, kept)
         release_freed_memory()  # a large prefill's freed buffers stay resident otherwise
         return [r for r in results if r is not None]
 
+    def _fingerprint(self) -> tuple[Any, ...]:
+        return (self.name, self.adapter, *weights_tag(self.model))
+
+    def drop_kv(self) -> None:
+        """Forget the KV caches kept from the last call (their memory is freed)."""
+        self._kv = ((), [])
+
     def _sample(
-        self, prompts: list[list[int]], seeds: list[int]
+        self,
+        prompts: list[list[int]],
+        seeds: list[int],
+        entries: list[Entry] | None = None,
+        kept: list[Entry] | None = None,
     ) -> list[tuple[list[int], list[float]]]:
+        """Sample one completion per prompt. ``entries``: KV caches a prompt may continue from;
+        ``kept``: where each row's cache goes when it finishes (None: nothing is kept)."""
         import torch
-        from transformers import DynamicCache
 
         model, device = self.model, self.device
-        n, width = len(prompts), max(len(p) for p in prompts)
-        input_ids = torch.full((n, width), self.pad_id, dtype=torch.long)
-        attention = torch.zeros((n, width), dtype=torch.long)
-        for r, p in enumerate(prompts):
-            input_ids[r, width - len(p) :] = torch.tensor(p, dtype=torch.long)
-            attention[r, width - len(p) :] = 1
-        input_ids, attention = input_ids.to(device), attention.to(device)
-        positions = (attention.cumsum(-1) - 1).clamp(min=0)
+        n = len(prompts)
         gens = [torch.Generator(device=device).manual_seed(s) for s in seeds]
         out_ids: list[list[int]] = [[] for _ in range(n)]
         out_lp: list[list[float]] = [[] for _ in range(n)]
@@ -158,8 +177,17 @@ class TransformersPolicy(LocalTokensPolicy):
                 torch.inference_mode(),
                 torch.autocast(device.type, dtype=torch.bfloat16, enabled=self._use_autocast(n)),
             ):
-                cache = DynamicCache(config=getattr(model, "config", None))
-                logits = self._prefill(input_ids, attention, positions, cache)
+                plan = self._plan(prompts, entries)
+                cache, attention, positions, logits = self._prefill(prompts, plan)
+
+                def keep_rows(rows: list[int]) -> None:
+                    if kept is None:
+                        return
+                    for j in rows:
+                        r = alive[j]
+                        ids = prompts[r] + out_ids[r][:-1]
+                        kept.append(kvreuse.extract(cache, j, attention[j].bool(), ids))
+
                 for t in range(self.max_new_tokens):
                     tokens, logprobs = self._pick(logits.float(), [gens[r] for r in alive])
                     keep: list[int] = []
@@ -170,8 +198,11 @@ class TransformersPolicy(LocalTokensPolicy):
                         if tok not in self.eos_ids:
                             keep.append(j)
                     if not keep or t == self.max_new_tokens - 1:
+                        keep_rows(list(range(len(alive))))
                         break
                     if len(keep) < len(alive):
+                        done = set(range(len(alive))) - set(keep)
+                        keep_rows(sorted(done))
                         idx = torch.tensor(keep, dtype=torch.long, device=device)
                         cache.batch_select_indices(idx)
                         attention, positions, tokens = attention[idx], positions[idx], tokens[idx]
@@ -190,20 +221,75 @@ class TransformersPolicy(LocalTokensPolicy):
             model.train(was_training)
         return list(zip(out_ids, out_lp, strict=True))
 
-    def _prefill(self, input_ids: Any, attention: Any, positions: Any, cache: Any) -> Any:
-        """Run the prompts into ``cache``; returns the last position's logits (R, V).
+    def _plan(
+        self, prompts: list[list[int]], entries: list[Entry] | None
+    ) -> list[tuple[Entry | None, int]]:
+        """Per row: the cache entry it continues from and how many of its tokens it reuses.
+        Rows without one share a prefill of their prompt (all but the last token) with the other
+        rows of the same prompt."""
+        plan = [kvreuse.best_entry(entries or [], p) for p in prompts]
+        if not self.reuse_kv:
+            return [(None, 0)] * len(prompts)
+        fresh: dict[tuple[int, ...], list[int]] = {}
+        for r, (e, _) in enumerate(plan):
+            if e is None and len(prompts[r]) > 1:
+                fresh.setdefault(tuple(prompts[r][:-1]), []).append(r)
+        if not fresh:
+            return plan
+        prefixes = [list(k) for k in fresh]
+        if len(prefixes) == sum(len(v) for v in fresh.values()):
+            return plan  # nothing shared: one full prefill is cheaper than two steps
+        cache, mask, _ = self._forward_prompts(prefixes, [(None, 0)] * len(prefixes))
+        for u, rows in enumerate(fresh.values()):
+            entry = kvreuse.extract(cache, u, mask[u].bool(), prefixes[u])
+            for r in rows:
+                plan[r] = (entry, len(prefixes[u]))
+        return plan
 
-        lm_head gets a contiguous (R, H) input: on a strided (R, 1, H) slice a bf16 matmul
-        copies the output weight once per row (3.6 GB at 64 rows, DESIGN.md)."""
-        decoder, lm_head = decoder_and_head(self.model)
+    def _forward_prompts(
+        self, prompts: list[list[int]], plan: list[tuple[Entry | None, int]]
+    ) -> tuple[Any, Any, Any]:
+        """Feed each prompt's tokens after its reused prefix into a batch cache; returns
+        ``(cache, attention mask, decoder output)``."""
+        import torch
+
+        device = self.device
+        cache, past_mask, _ = kvreuse.assemble(plan, getattr(self.model, "config", None), device)
+        suffix = [p[c:] for p, (_, c) in zip(prompts, plan, strict=True)]
+        s_w = max(len(x) for x in suffix)
+        ids = torch.full((len(prompts), s_w), self.pad_id, dtype=torch.long)
+        new_mask = torch.zeros((len(prompts), s_w), dtype=torch.long)
+        pos = torch.zeros((len(prompts), s_w), dtype=torch.long)
+        for r, (x, (_, c)) in enumerate(zip(suffix, plan, strict=True)):
+            ids[r, s_w - len(x) :] = torch.tensor(x, dtype=torch.long)
+            new_mask[r, s_w - len(x) :] = 1
+            pos[r, s_w - len(x) :] = torch.arange(c, c + len(x))
+        attention = torch.cat([past_mask, new_mask.to(device)], dim=1)
+        decoder, _ = decoder_and_head(self.model)
         out = decoder(
-            input_ids=input_ids,
+            input_ids=ids.to(device),
             attention_mask=attention,
-            position_ids=positions,
+            position_ids=pos.to(device),
             use_cache=True,
             **{self._cache_kwarg: cache},
         )
-        return lm_head(out.last_hidden_state[:, -1, :].contiguous())
+        return cache, attention, out
+
+    def _prefill(
+        self, prompts: list[list[int]], plan: list[tuple[Entry | None, int]]
+    ) -> tuple[Any, Any, Any, Any]:
+        """Run the prompts into a batch cache (from their reused prefixes on); returns ``(cache,
+        attention mask, last positions (R, 1), last-position logits (R, V))``.
+
+        lm_head gets a contiguous (R, H) input: on a strided (R, 1, H) slice a bf16 matmul
+        copies the output weight once per row (3.6 GB at 64 rows, DESIGN.md)."""
+        import torch
+
+        cache, attention, out = self._forward_prompts(prompts, plan)
+        _, lm_head = decoder_and_head(self.model)
+        logits = lm_head(out.last_hidden_state[:, -1, :].contiguous())
+        last = torch.tensor([[len(p) - 1] for p in prompts], dtype=torch.long, device=self.device)
+        return cache, attention, last, logits
 
     def _use_autocast(self, rows: int) -> bool:
         if self.autocast is not None:
