@@ -347,8 +347,11 @@ class JudgeMonitor:
                 (f"over the last {s.window} steps", recent),
             ):
                 if _shown_below_chance(a, s.min_pairs, s.min_groups):
+                    truth = "the verifier" + (
+                        " and people's rankings" if a.sources.get("human") else ""
+                    )
                     stop = (
-                        f"judge guard: step {step + 1}: the judge's agreement with the verifier "
+                        f"judge guard: step {step + 1}: the judge's agreement with {truth} "
                         f"{scope} is no better than chance ({a.describe()}; a 95% CI upper bound "
                         f"<= {CHANCE}), so a judge-only reward would train on noise or against "
                         "the task. The run stopped before this step's update (the adapter of "
