@@ -66,10 +66,13 @@ class Store(StoreQueries):
         return rid
 
     def runs(self) -> list[dict[str, Any]]:
-        """Every run, oldest first: ``id``, ``name``, ``kind``, ``config`` (dict), ``created_at``."""
+        """Every run, oldest first: ``id``, ``name``, ``kind``, ``config`` (dict), ``created_at``.
+
+        ``config`` is redacted (``rankgym.credentials``) also when read, for stores written
+        before credentials were redacted at write."""
         rows = self.query("SELECT * FROM runs ORDER BY created_at")
         for r in rows:
-            r["config"] = loads(r["config"], f"run {r['id']!r}: config")
+            r["config"] = redact(loads(r["config"], f"run {r['id']!r}: config"))
         return rows
 
     def log_step(self, run_id: str, step: int, metrics: dict[str, Any]) -> None:

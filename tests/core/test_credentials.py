@@ -136,3 +136,14 @@ def test_a_training_run_writes_no_credential_anywhere(tmp_path: Path, one_torch_
     assert leaked == []
     saved = json.loads((tmp_path / "run" / "run.json").read_text())
     assert saved["config"]["router"]["deployments"][0]["params"]["api_key"] == REDACTED
+
+
+def test_an_old_store_with_a_key_in_runs_config_shows_it_redacted(tmp_path: Path):
+    import sqlite3
+
+    with Store(tmp_path / "s.db") as store:
+        store.create_run(name="old", kind="train", config={})
+    with sqlite3.connect(tmp_path / "s.db") as c:  # as written before redaction existed
+        c.execute("UPDATE runs SET config = ?", (json.dumps({"params": {"api_key": SECRET}}),))
+    with Store(tmp_path / "s.db", readonly=True) as store:
+        assert store.runs()[0]["config"] == {"params": {"api_key": REDACTED}}
