@@ -357,7 +357,8 @@ def sft_stage(
     say = echo or (lambda _m: None)
     convs = conversations_for(cfg)
     renderer = TransformersPolicy(model, tokenizer, max_new_tokens=cfg.policy.max_new_tokens)
-    rows = render_rows(renderer, convs)
+    # completions as long as the policy may sample, and never under the default budget
+    rows = render_rows(renderer, convs, max(MAX_COMPLETION_TOKENS, cfg.policy.max_new_tokens))
     say(
         f"sft: {len(rows)} demonstrations from {s.source}; {s.steps} steps of {s.batch_size}, "
         f"lr {s.lr:g}"
