@@ -30,9 +30,9 @@ __all__ = ["REDACTED", "find_credentials", "is_credential_key", "redact", "url_h
 REDACTED = "<redacted>"
 
 _EXACT = {
-    "key", "api_key", "apikey", "token", "access_token", "auth_token", "bearer", "bearer_token",
+    "api_key", "apikey", "token", "access_token", "auth_token", "bearer", "bearer_token",
     "refresh_token", "id_token", "session_token", "hf_token", "password", "passwd", "secret",
-    "client_secret", "authorization", "auth", "credentials", "private_key", "secret_key",
+    "client_secret", "authorization", "credentials", "private_key", "secret_key",
     "access_key", "aws_secret_access_key", "aws_session_token", "x_api_key",
 }  # fmt: skip
 _SUFFIXES = ("_api_key", "_apikey", "_secret", "_password", "_passwd", "_secret_key",

@@ -52,9 +52,9 @@ def test_a_credential_in_a_train_config_is_refused_naming_the_key_not_the_value(
 def test_key_names_and_env_variable_names_are_told_apart():
     for name in ("api_key", "API-KEY", "openai_api_key", "password", "client_secret", "token"):
         assert is_credential_key(name), name
-    for name in ("api_key_env", "max_tokens", "tokenizer", "keep_checkpoints", "monkey", "tokens"):
+    for name in ("api_key_env", "max_tokens", "tokenizer", "keep_checkpoints", "key", "tokens"):
         assert not is_credential_key(name), name
-    assert find_credentials({"api_key_env": "OPENAI_API_KEY", "max_tokens": 5, "key": ""}) == []
+    assert find_credentials({"api_key_env": "OPENAI_API_KEY", "max_tokens": 5, "api_key": ""}) == []
 
 
 def test_redact_keeps_everything_but_the_credentials():
