@@ -34,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
+import math
 import shutil
 import time
 from pathlib import Path
@@ -180,8 +181,14 @@ class AdapterSync:
             {"model": name, "prompt": self.probe, "max_tokens": 1, "temperature": 0.0,
              "prompt_logprobs": 0}
         )  # fmt: skip
-        rows = resp["choices"][0]["prompt_logprobs"]
-        return [float(rows[i][str(self.probe[i])]["logprob"]) for i in range(1, len(self.probe))]
+        try:
+            rows = resp["choices"][0]["prompt_logprobs"]
+            out = [float(rows[i][str(self.probe[i])]["logprob"]) for i in range(1, len(self.probe))]  # fmt: skip
+        except (KeyError, IndexError, TypeError, ValueError) as e:
+            raise AdapterSyncError(f"vLLM probe of {name!r}: the reply has no prompt_logprobs for the probe tokens ({type(e).__name__}: {str(e)[:80]}); is it a vLLM server?") from None  # fmt: skip
+        if not all(math.isfinite(x) and x <= 1e-3 for x in out):
+            raise AdapterSyncError(f"vLLM probe of {name!r}: prompt log-probs are not finite numbers <= 0")  # fmt: skip
+        return out
 
     def _local_probe(self, adapter: bool = True) -> list[float]:
         import torch

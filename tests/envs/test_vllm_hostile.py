@@ -228,3 +228,24 @@ def test_a_malformed_vllm_url_in_a_train_config_fails_before_run_json(tmp_path: 
     err = capsys.readouterr().err
     assert "vllm.url" in err and "is not a URL" in err and "Traceback" not in err
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        {"choices": [{}]},
+        {"choices": [{"prompt_logprobs": [None, {"7": {"logprob": "x"}}]}]},
+        {"choices": [{"prompt_logprobs": [None, {"7": {"logprob": float("nan")}}]}]},
+        {"choices": [{"prompt_logprobs": [None, {"7": {"logprob": 3.0}}]}]},
+    ],
+)
+def test_a_bad_adapter_probe_reply_is_an_adapter_sync_error(fake: Any, reply: dict[str, Any]):
+    from types import SimpleNamespace
+
+    from rankgym.trainer.adapter_sync import AdapterSync, AdapterSyncError
+
+    url = fake(completion=json.dumps(reply).encode())  # NaN is written as NaN
+    probe_owner = SimpleNamespace(client=VLLMClient(url), probe=[5, 7])
+    with pytest.raises(AdapterSyncError, match="vLLM probe of 'base'"):
+        AdapterSync._server_probe(probe_owner, "base")  # type: ignore[arg-type]
+    probe_owner.client.close()
