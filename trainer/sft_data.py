@@ -32,6 +32,7 @@ is refused instead, since a cut JSON object is no longer one).
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -173,24 +174,18 @@ class Example(_Strict):
         return self
 
 
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+_BRACKET = re.compile(r"[\[\]{}]")
+
+
 def _depth(text: str) -> int:
-    """Deepest bracket nesting of a JSON text (strings skipped); cheap, no recursion."""
+    """Deepest bracket nesting of a JSON text (strings skipped); regex speed, no recursion."""
     depth = best = 0
-    in_str = esc = False
-    for ch in text:
-        if in_str:
-            if esc:
-                esc = False
-            elif ch == "\\":
-                esc = True
-            elif ch == '"':
-                in_str = False
-        elif ch == '"':
-            in_str = True
-        elif ch in "[{":
+    for ch in _BRACKET.findall(_STRING.sub("", text)):
+        if ch in "[{":
             depth += 1
             best = max(best, depth)
-        elif ch in "]}":
+        else:
             depth -= 1
     return best
 
