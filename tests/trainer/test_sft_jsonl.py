@@ -179,3 +179,19 @@ def test_a_bad_jsonl_line_fails_sft_and_train_before_the_model_loads_or_run_json
     assert main(["train", "--config", str(cfg), "-q"]) == 2
     assert "d.jsonl:1: messages.0.role" in capsys.readouterr().err
     assert not (tmp_path / "run" / "run.json").exists() and not (tmp_path / "o").exists()
+
+
+def _nesting(v: Any) -> int:
+    if isinstance(v, dict):
+        return 1 + max((_nesting(x) for x in v.values()), default=0)
+    if isinstance(v, list):
+        return 1 + max((_nesting(x) for x in v), default=0)
+    return 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=_json)
+def test_the_nesting_limit_measures_json_depth_exactly(value: Any):
+    from rankgym.trainer.sft_data import _depth
+
+    assert _depth(json.dumps(value)) == _nesting(value)
