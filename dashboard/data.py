@@ -207,7 +207,8 @@ def compute_store_curves(s: Store, run_id: str) -> dict[str, pd.DataFrame]:
     """Per-step aggregates computed from the stored groups themselves.
 
     Returns frames indexed by step: ``judge`` (mean judge score per spec), ``verifiable``
-    (mean verifiable reward and zero-variance groups), ``judge_ops`` (cost, latency,
+    (mean verifiable reward and zero-variance groups), ``judge_ops`` (cost, latency and its
+    split into judge service and queue time,
     unjudged groups, zero-variance judged groups per spec). Works for rollout-only runs that
     logged no step metrics.
     """
@@ -222,7 +223,8 @@ def compute_store_curves(s: Store, run_id: str) -> dict[str, pd.DataFrame]:
         out["verifiable"] = vdf.set_index("step")
     pj = pd.DataFrame(
         per_judgement,
-        columns=["step", "spec_hash", "status", "cost_usd", "latency_s", "score", "spread", "n"],
+        columns=["step", "spec_hash", "status", "cost_usd", "latency_s", "score", "spread", "n"]
+        + ["service_s", "queue_s"],
     )
     if not pj.empty:
         pj["judge"] = pj["spec_hash"].map(lambda h: specs.get(h, h[:8]))
@@ -238,6 +240,8 @@ def compute_store_curves(s: Store, run_id: str) -> dict[str, pd.DataFrame]:
         ops = pj.groupby(["step", "judge"]).agg(
             cost_usd=("cost_usd", "sum"),
             latency_s=("latency_s", "mean"),
+            service_s=("service_s", "mean"),
+            queue_s=("queue_s", "mean"),
             unjudged=("ok", lambda x: int((~x).sum())),
             zero_variance_judged=("zero_var", "sum"),
         )

@@ -130,6 +130,15 @@ if ops is None:
 else:
     with left:
         lat = ops.pivot_table(index="step", columns="judge", values="latency_s")
+        split = [  # the judge's own time vs its calls' wait (behind concurrency, the one model)
+            ops.pivot_table(index="step", columns="judge", values=col).rename(
+                columns=lambda c, what=what: f"{c} · {what}"
+            )
+            for col, what in (("service_s", "judge service"), ("queue_s", "queued"))
+            if col in ops and ops[col].notna().any()
+        ]
+        if split:
+            lat = pd.concat([lat.rename(columns=lambda c: f"{c} · total"), *split], axis=1)
         line_chart(lat, "Judge latency per group (mean)", "seconds", legend_width=200)
     with right:
         cost = ops.pivot_table(index="step", columns="judge", values="cost_usd", aggfunc="sum")

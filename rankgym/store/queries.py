@@ -19,6 +19,11 @@ from rankgym.store.filters import J_OK, group_filters
 __all__ = ["StoreQueries"]
 
 Rows = list[dict[str, Any]]
+_PRESENTATION_SUM = (
+    "(SELECT SUM(json_extract(p.value, '$.{key}')) FROM json_each(CASE WHEN"
+    " json_valid(j.presentations) THEN j.presentations ELSE '[]' END) p"
+    " WHERE NOT COALESCE(json_extract(p.value, '$.cached'), 0))"
+)  # one number from the presentations' JSON of judgement j (a damaged one reads NULL)
 
 
 def _run_clause(run_id: str | None, prefix: str = "AND") -> tuple[str, tuple[Any, ...]]:
@@ -142,10 +147,14 @@ class StoreQueries(StoreFile):
     # ------------------------------------------------------------------ per-step curves
     def judgement_step_stats(self, run_id: str) -> Rows:
         """One row per judgement of a run: ``step``, ``spec_hash``, ``status``, ``cost_usd``,
-        ``latency_s``, ``score`` (mean), ``spread`` (max - min), ``n`` (scores)."""
+        ``latency_s``, ``score`` (mean), ``spread`` (max - min), ``n`` (scores), and
+        ``service_s`` / ``queue_s``: the judge's own time and its calls' wait, summed over the
+        presentations not served from the cache (NULL for judgements older than the split)."""
         return self.query(
             "SELECT g.step, j.spec_hash, j.status, j.cost_usd, j.latency_s, AVG(s.score) AS score,"
-            " MAX(s.score) - MIN(s.score) AS spread, COUNT(s.score) AS n"
+            " MAX(s.score) - MIN(s.score) AS spread, COUNT(s.score) AS n,"
+            f" {_PRESENTATION_SUM.format(key='service_s')} AS service_s,"
+            f" {_PRESENTATION_SUM.format(key='queue_s')} AS queue_s"
             " FROM groups g JOIN judgements j ON j.group_id = g.id"
             " LEFT JOIN scores s ON s.judgement_id = j.id WHERE g.run_id = ? GROUP BY j.id",
             (run_id,),

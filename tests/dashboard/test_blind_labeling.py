@@ -268,3 +268,15 @@ def test_judge_timing_and_summary_split_service_from_queue() -> None:
     assert judge_timing(old) is None  # written before the split was measured
     s = judge_summary([j, old], "h")
     assert s["service_s_mean"] == 3.0 and s["queue_s_mean"] == 43.0
+
+
+def test_the_runs_page_data_split_judge_latency_per_step(practice) -> None:
+    from rankgym.dashboard.data import compute_store_curves
+
+    path, _ = practice
+    with Store(path, readonly=True) as s:
+        ops = compute_store_curves(s, "label-practice")["judge_ops"]
+    assert {"latency_s", "service_s", "queue_s"} <= set(ops.columns)
+    row = ops.iloc[0]
+    assert 0 < row["service_s"] <= row["latency_s"] and row["queue_s"] >= 0
+    assert abs(row["service_s"] + row["queue_s"] - row["latency_s"]) < 0.05
