@@ -10,6 +10,11 @@ better, with the label's source:
 - ``human``: two trajectories of one group that people ranked differently (mean rank over
   labelers, each labeler's latest ranking); the lower mean rank wins.
 
+A verifier pair whose two trajectories differ by exactly one tool call is a **near miss**
+(``near_miss``; e.g. a chain that stopped one call early against one that finished): these
+are what a judge of a trained policy has to get right, so they are taken first under the
+per-task cap and never dropped by the length balance.
+
 :func:`build_dataset` deduplicates trajectories by content, caps the pairs per task, splits
 the pairs into train and held-out **by task** (every pair of a task lands on the same side, so
 the held-out score is on tasks the judge never saw), and balances each side:
@@ -24,7 +29,9 @@ What it does not do: label anything itself (no verifier is re-run, no model is a
 pairs of different tasks, or balance other surface features (tool-call count, turn count,
 gibberish); a judge can still learn shortcuts that happen to hold in your data. Length
 balancing drops pairs: with only oracle-vs-random data the winner is nearly always longer and
-little is left (add failing long trajectories, e.g. the embedded policy's rollouts).
+little is left (add failing long trajectories, e.g. the embedded policy's rollouts). Near-miss
+pairs are exempt from it, so a store full of them keeps a length bias ("longer wins" in
+``baselines`` says how much).
 """
 
 from __future__ import annotations
@@ -46,6 +53,7 @@ if TYPE_CHECKING:
     from rankgym.store import Store
 
 Source = Literal["verifier", "human"]
+SOURCES: tuple[Source, ...] = ("verifier", "human")
 
 
 @dataclass
@@ -61,6 +69,8 @@ class PairItem:
     gap: float
     """Reward difference (verifier) or mean-rank difference (human); always > 0."""
     split: str = "train"
+    near_miss: bool = False
+    """A verifier pair whose trajectories differ by exactly one tool call."""
 
     @property
     def id(self) -> str:
@@ -77,6 +87,7 @@ class PairItem:
             **{k: getattr(self, k) for k in _TEXT_FIELDS},
             "gap": self.gap,
             "split": self.split,
+            "near_miss": self.near_miss,
             "winner": self.winner.to_dict(),
             "loser": self.loser.to_dict(),
         }
@@ -89,6 +100,7 @@ class PairItem:
             loser=Trajectory.from_dict(d["loser"]),
             gap=float(d["gap"]),
             split=d.get("split", "train"),
+            near_miss=bool(d.get("near_miss", False)),
         )
 
 
@@ -110,24 +122,47 @@ def visible_length(t: Trajectory) -> int:
     return len(t.text())
 
 
-def _trajectories(store: Store) -> Iterable[tuple[str, Trajectory]]:
-    for gid in store.group_ids():
+def tool_call_count(t: Trajectory) -> int:
+    """Tool calls the agent made in ``t`` (over all assistant messages)."""
+    return sum(len(m.tool_calls or []) for m in t.messages if m.role == "assistant")
+
+
+def is_near_miss(a: Trajectory, b: Trajectory) -> bool:
+    """True when ``a`` and ``b`` differ by exactly one tool call."""
+    return abs(tool_call_count(a) - tool_call_count(b)) == 1
+
+
+def _group_ids(store: Store, runs: Iterable[str] | None) -> list[str]:
+    if runs is None:
+        return store.group_ids()
+    return [gid for r in runs for gid in store.group_ids(run_id=r)]
+
+
+def _trajectories(
+    store: Store, runs: Iterable[str] | None = None
+) -> Iterable[tuple[str, Trajectory]]:
+    for gid in _group_ids(store, runs):
         g = store.get_group(gid)
         for t in g.trajectories:
             yield gid, t
 
 
 def verifier_pairs(
-    stores: dict[str, Store], min_gap: float = 0.5, max_per_task: int = 4, seed: int = 0
+    stores: dict[str, Store],
+    min_gap: float = 0.5,
+    max_per_task: int = 4,
+    seed: int = 0,
+    runs: Iterable[str] | None = None,
 ) -> list[PairItem]:
     """Pairs of same-task trajectories whose verifiable rewards differ by >= ``min_gap``.
 
     Trajectories with identical judge-visible content are counted once per task; at most
-    ``max_per_task`` pairs per task are kept (a seeded random choice, spread over winners).
+    ``max_per_task`` pairs per task are kept (a seeded random choice, spread over winners),
+    near misses (:func:`is_near_miss`) first. ``runs``: only groups of these run ids.
     """
     pools: dict[tuple[str, str], dict[str, tuple[str, Trajectory]]] = defaultdict(dict)
     for name, store in stores.items():
-        for _, t in _trajectories(store):
+        for _, t in _trajectories(store, runs):
             if t.verifiable_reward is None or t.error:
                 continue
             pools[(t.env_id, t.task_id)].setdefault(t.content_hash(), (name, t))
@@ -141,19 +176,34 @@ def verifier_pairs(
             if abs(ra - rb) < min_gap or ra == rb:
                 continue
             (w, sw), (lo, _) = ((a, sa), (b, sb)) if ra > rb else ((b, sb), (a, sa))
-            cands.append(PairItem(env_id, task_id, w, lo, "verifier", sw, abs(ra - rb)))
+            cands.append(
+                PairItem(env_id, task_id, w, lo, "verifier", sw, abs(ra - rb),
+                         near_miss=is_near_miss(w, lo))
+            )  # fmt: skip
         rng.shuffle(cands)
+        cands.sort(key=lambda p: not p.near_miss)  # stable: near misses first, still shuffled
         out.extend(cands[:max_per_task])
     return out
 
 
-def human_pairs(stores: dict[str, Store], max_per_task: int = 4, seed: int = 0) -> list[PairItem]:
-    """Pairs from people's rankings: within a group, lower mean rank wins (ties dropped)."""
+def human_pairs(
+    stores: dict[str, Store],
+    max_per_task: int = 4,
+    seed: int = 0,
+    runs: Iterable[str] | None = None,
+) -> list[PairItem]:
+    """Pairs from people's rankings: within a group, lower mean rank wins (ties dropped).
+
+    Skips are not rankings and are ignored. ``runs``: only groups of these run ids.
+    """
     rng = random.Random(seed)
     out: list[PairItem] = []
     for name, store in stores.items():
+        allowed = set(_group_ids(store, runs)) if runs is not None else None
         latest: dict[str, dict[str, dict[str, float]]] = defaultdict(dict)
         for h in store.human_rankings():  # oldest first: a labeler's latest ranking wins
+            if h.get("skipped") or (allowed is not None and h["group_id"] not in allowed):
+                continue
             latest[h["group_id"]][h["labeler"]] = h["ranking"]
         for gid, by_labeler in sorted(latest.items()):
             g = store.get_group(gid)
@@ -207,7 +257,8 @@ def split_by_task(
 def length_balance(pairs: list[PairItem], seed: int = 0) -> tuple[list[PairItem], int]:
     """Subsample so the winner is the longer trajectory in exactly half the unequal pairs.
 
-    Balanced per (env, source). Pairs of equal length are kept. Returns (kept, dropped count).
+    Balanced per (env, source). Pairs of equal length and near-miss pairs are always kept (and
+    not counted in the balance). Returns (kept, dropped count).
     """
     rng = random.Random(seed)
     cells: dict[tuple[str, str], dict[str, list[PairItem]]] = defaultdict(
@@ -216,6 +267,7 @@ def length_balance(pairs: list[PairItem], seed: int = 0) -> tuple[list[PairItem]
     for p in pairs:
         lw, ll = visible_length(p.winner), visible_length(p.loser)
         side = "longer" if lw > ll else "shorter" if lw < ll else "equal"
+        side = "equal" if p.near_miss else side  # kept whatever their lengths
         cells[(p.env_id, p.source)][side].append(p)
     kept: list[PairItem] = []
     for cell in cells.values():
@@ -257,12 +309,28 @@ def build_dataset(
     max_per_task: int = 4,
     balance_length: bool = True,
     seed: int = 0,
+    sources: Iterable[str] = SOURCES,
+    runs: Iterable[str] | None = None,
 ) -> Dataset:
-    """Verifier and human pairs from ``stores`` (name -> open Store), split by task, balanced."""
-    pairs = verifier_pairs(stores, min_gap, max_per_task, seed) + human_pairs(
-        stores, max_per_task, seed
-    )
-    stats: dict[str, Any] = {"pairs_found": len(pairs)}
+    """Pairs from ``stores`` (name -> open Store), split by task, balanced.
+
+    ``sources`` selects the labels (``verifier``, ``human`` or both); ``runs`` keeps only the
+    groups of these run ids (e.g. a training run's stored groups).
+    """
+    sources = tuple(sources)
+    bad = [s for s in sources if s not in SOURCES]
+    if bad or not sources:
+        raise ValueError(f"unknown label sources {bad or sources!r}; choose from {SOURCES}")
+    runs = list(runs) if runs is not None else None
+    pairs: list[PairItem] = []
+    if "verifier" in sources:
+        pairs += verifier_pairs(stores, min_gap, max_per_task, seed, runs)
+    if "human" in sources:
+        pairs += human_pairs(stores, max_per_task, seed, runs)
+    stats: dict[str, Any] = {
+        "pairs_found": len(pairs),
+        "near_miss_found": sum(p.near_miss for p in pairs),
+    }
     dropped = 0
     if balance_length:
         pairs, dropped = length_balance(pairs, seed)
@@ -274,6 +342,7 @@ def build_dataset(
             by[f"{p.env_id}/{p.source}"] += 1
         stats[name] = {
             "pairs": len(part),
+            "near_miss": sum(p.near_miss for p in part),
             "tasks": len({p.task_key for p in part}),
             "by_env_source": dict(sorted(by.items())),
             "baselines": baselines(part),

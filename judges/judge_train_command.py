@@ -8,6 +8,12 @@ per training presentation (``work/samples.jsonl``, appended batch by batch); tra
 ``os.replace``); judge the held-out pairs with the base judge(s) and the trained one through
 LiteLLM and write ``report.json`` (paired CIs, ``rankgym.judges.judge_compare``).
 
+Judge data from the policy itself: ``--store`` a training run's store (``--run`` picks its
+groups), and ``--rollout-adapter DIR --rollout-env ENV`` rolls the policy adapter (e.g. the SFT
+warm start) out on the env's ``judge`` split (train tasks GRPO never draws) into
+``data/rollout.db`` first. ``--sources`` selects the label sources and ``--human-weight``
+weights people's pairs in the loss; every pair records its source.
+
 Serve the result as ``--judge local/smollm2@OUT/adapter`` in ``rankgym judge`` or a trainer
 config. What it does not do: train on groups larger than two, or use an API model as base.
 """
@@ -65,6 +71,15 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--compare-only", action="store_true", help="train nothing: judge the held-out pairs already in --out with --compare-with and the adapter there (writes comparison-only.json)")  # fmt: skip
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--fresh", action="store_true", help="ignore samples and checkpoints already in --out")  # fmt: skip
+    p.add_argument("--run", action="append", default=None, metavar="R", help="only groups of this run id (repeatable; default: every run), e.g. a training run's id")  # fmt: skip
+    p.add_argument("--sources", default="verifier,human", metavar="LIST", help="label sources to train on: verifier, human or both (default: %(default)s)")  # fmt: skip
+    p.add_argument("--human-weight", type=float, default=1.0, metavar="W", help="loss weight of pairs labelled by people (default: 1.0)")  # fmt: skip
+    p.add_argument("--rollout-adapter", metavar="DIR", help="first roll this policy adapter (e.g. OUT/sft of `rankgym train`) out on --rollout-env's judge split into OUT/data/rollout.db and train on it too")  # fmt: skip
+    p.add_argument("--rollout-env", action="append", default=[], metavar="ENV", help="env for --rollout-adapter (repeatable; default rankgym/ToolUse-v0)")  # fmt: skip
+    p.add_argument("--rollout-tasks", type=int, metavar="N", help="judge-split tasks per env (default: all)")  # fmt: skip
+    p.add_argument("--rollout-group-size", type=int, default=4, metavar="G", help="episodes per task (default: 4)")  # fmt: skip
+    p.add_argument("--rollout-max-turns", type=int, metavar="T", help="assistant turns per episode (default: the env's)")  # fmt: skip
+    p.add_argument("--save-dtype", choices=("float32", "bfloat16"), default="float32", help="dtype of the saved adapter weights (bfloat16 halves the file; default: %(default)s)")  # fmt: skip
 
 
 # Every numeric flag: (lowest, highest, lowest is allowed). NaN and inf fail every range.
@@ -88,6 +103,10 @@ FLAG_RANGES: dict[str, tuple[float, float, bool]] = {
     "max_line_chars": (1, 100_000, True),
     "max_context_tokens": (1, 1_000_000, True),
     "seed": (0, 2**63 - 1, True),
+    "human_weight": (0.0, 1000.0, True),
+    "rollout_tasks": (1, 1_000_000, True),
+    "rollout_group_size": (2, 1024, True),
+    "rollout_max_turns": (1, 1000, True),
 }
 
 
@@ -103,11 +122,50 @@ def _check(args: argparse.Namespace) -> None:
                 f"--{name.replace('_', '-')} must be a finite number in {bracket}{low:g}, "
                 f"{high:g}] (got {value})"
             )
+    sources = _sources(args)
+    if args.human_weight == 0 and sources == ("human",):
+        raise UserError("--human-weight 0 with --sources human leaves nothing to train on")
+    if args.rollout_env and not args.rollout_adapter:
+        raise UserError("--rollout-env needs --rollout-adapter DIR (the policy to roll out)")
     for s in args.store:
         if not Path(s).is_file():
             raise UserError(f"store {s!r} does not exist; create one with `rankgym rollout --store {s} ...`")  # fmt: skip
     if args.base != BASE_DEFAULT and not Path(args.base).is_dir():
         raise UserError(f"--base {args.base!r}: use local/smollm2 or a local transformers model directory")  # fmt: skip
+
+
+def _sources(args: argparse.Namespace) -> tuple[str, ...]:
+    from .judge_data import SOURCES
+
+    picked = tuple(s.strip() for s in args.sources.split(",") if s.strip())
+    bad = [s for s in picked if s not in SOURCES]
+    if bad or not picked:
+        raise UserError(
+            f"--sources {args.sources!r}: choose from {', '.join(SOURCES)} (comma list), "
+            "e.g. --sources verifier,human"
+        )
+    return picked
+
+
+def _rollout(args: argparse.Namespace, out: Path, progress: bool) -> dict[str, Any] | None:
+    """``--rollout-adapter``: the policy's groups on each env's judge split, into a store."""
+    if not args.rollout_adapter:
+        return None
+    from .judge_rollout import adapter_policy, rollout_judge_split
+
+    store = out / "data" / "rollout.db"
+    store.parent.mkdir(parents=True, exist_ok=True)
+    policy = adapter_policy(args.rollout_adapter, "judge-data-policy", seed=args.seed)
+    envs = args.rollout_env or ["rankgym/ToolUse-v0"]
+    rows = [
+        rollout_judge_split(policy, env, store, tasks=args.rollout_tasks,
+                            group_size=args.rollout_group_size, seed=args.seed,
+                            max_turns=args.rollout_max_turns, progress=progress)
+        for env in envs
+    ]  # fmt: skip
+    del policy
+    args.store = [*args.store, str(store)]
+    return {"store": str(store), "adapter": args.rollout_adapter, "envs": rows}
 
 
 def _cap(pairs: list[Any], n: int, seed: int) -> list[Any]:
@@ -135,7 +193,8 @@ def _dataset(args: argparse.Namespace, out: Path) -> tuple[list[Any], list[Any],
     stores = {s: Store(s, readonly=True) for s in args.store}
     try:
         ds = build_dataset(stores, args.heldout_fraction, args.min_gap, args.max_per_task,
-                           not args.no_length_balance, args.seed)  # fmt: skip
+                           not args.no_length_balance, args.seed, sources=_sources(args),
+                           runs=args.run)  # fmt: skip
     finally:
         for s in stores.values():
             s.close()
@@ -157,8 +216,13 @@ def _dataset(args: argparse.Namespace, out: Path) -> tuple[list[Any], list[Any],
     return train, heldout, stats
 
 
-def _examples(tok: Any, pairs: list[Any], cfg: Any) -> tuple[list[Any], int]:
+def _examples(
+    tok: Any, pairs: list[Any], cfg: Any, human_weight: float = 1.0
+) -> tuple[list[Any], int]:
     from rankgym.trainer.judge_train import Example
+
+    def cfg_weight(source: str) -> float:
+        return human_weight if source == "human" else 1.0
 
     a, b = choice_ids(tok)
     rubric = default_rubric()
@@ -174,7 +238,8 @@ def _examples(tok: Any, pairs: list[Any], cfg: Any) -> tuple[list[Any], int]:
             skipped += 1
             continue
         correct, wrong = (a, b) if winner_first else (b, a)
-        out.append(Example(f"{p.id}:{int(winner_first)}", ctx, correct, wrong))
+        weight = cfg_weight(p.source)
+        out.append(Example(f"{p.id}:{int(winner_first)}", ctx, correct, wrong, weight=weight))
     return out, skipped
 
 
@@ -218,8 +283,11 @@ def _sample(model: Any, tok: Any, examples: list[Any], cfg: Any, path: Path, fre
 def _run(args: argparse.Namespace) -> dict[str, Any]:
     if args.compare_only:
         return _compare_only(args)
-    if not args.store:
-        raise UserError("pass at least one --store S (a store with verifiable rewards or rankings)")
+    if not args.store and not args.rollout_adapter:
+        raise UserError(
+            "pass at least one --store S (a store with verifiable rewards or rankings) or "
+            "--rollout-adapter DIR"
+        )
     _check(args)
     from rankgym.model import load_causal_lm, load_embedded, set_torch_threads
     from rankgym.trainer.judge_train import (
@@ -236,7 +304,11 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
     out = Path(args.out)
     (out / "work").mkdir(parents=True, exist_ok=True)
     progress = _progress(args)
+    rollout = _rollout(args, out, progress)
     train_pairs, heldout, stats = _dataset(args, out)
+    if rollout is not None:
+        stats["rollout"] = rollout
+        (out / "data" / "dataset.json").write_text(json.dumps(stats, indent=2))
     cfg = JudgeTrainConfig(
         samples=args.samples, reason_tokens=args.reason_tokens, epochs=args.epochs, lr=args.lr,
         batch_size=args.batch_size, lora_r=args.lora_r, lora_alpha=2 * args.lora_r,
@@ -248,7 +320,7 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
     model, tok = (
         load_embedded(dtype="float32") if args.base == BASE_DEFAULT else load_causal_lm(args.base)
     )
-    examples, skipped = _examples(tok, train_pairs, cfg)
+    examples, skipped = _examples(tok, train_pairs, cfg, args.human_weight)
     if not examples:
         raise UserError(f"every training presentation is longer than --max-context-tokens {cfg.max_context_tokens}; raise it or lower --max-line-chars")  # fmt: skip
     t_sample = time.perf_counter()
@@ -263,8 +335,9 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
     model = add_lora(model, cfg)
     log = train_judge(model, tok, examples, cfg, out / "work", fingerprint, progress)
     meta = {"format": 1, "pair_format": PAIR_FORMAT, "base": args.base, "config": config_dict(cfg),
-            "dataset": stats, "stores": args.store, "fingerprint": fingerprint}  # fmt: skip
-    adapter = save_adapter(model, out, meta)
+            "dataset": stats, "stores": args.store, "fingerprint": fingerprint,
+            "sources": list(_sources(args)), "human_weight": args.human_weight}  # fmt: skip
+    adapter = save_adapter(model, out, meta, dtype=args.save_dtype)
     t_done = time.perf_counter()
     summary: dict[str, Any] = {
         "adapter": str(adapter),

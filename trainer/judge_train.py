@@ -103,6 +103,8 @@ class Example:
     """SFT target after the context (verdict, rationale, end); empty = no SFT for this one."""
     hits: int = 0
     """Correct verdicts among the K samples."""
+    weight: float = 1.0
+    """Loss weight of this presentation (e.g. ``--human-weight`` for people's labels)."""
 
 
 # --------------------------------------------------------------------------- losses
@@ -142,6 +144,7 @@ def build_batch(examples: list[Example], pad_id: int) -> dict[str, Any]:
         "decision": dec,
         "correct": torch.tensor([ex.correct for ex in examples]),
         "wrong": torch.tensor([ex.wrong for ex in examples]),
+        "weight": torch.tensor([float(ex.weight) for ex in examples]),
         "keep": int(width - int(dec.min()) + 1),
     }
 
@@ -153,6 +156,7 @@ def judge_losses(logits: Any, batch: dict[str, Any], gamma: float) -> dict[str, 
     ``sft``: mean token cross-entropy over label positions (0 when the batch has none).
     ``margin``: mean over rows of ``relu(gamma - (logp[correct] - logp[wrong]))`` with logp the
     log-softmax of the logits that predict the decision token (position ``decision - 1``).
+    Both means are weighted by ``batch["weight"]`` (per row) when the batch has it.
     Also returns ``logp_gap`` (mean correct-minus-wrong) and ``accuracy`` (gap > 0), detached.
     """
     logits = logits.float()
@@ -160,15 +164,20 @@ def judge_losses(logits: Any, batch: dict[str, Any], gamma: float) -> dict[str, 
     rows = torch.arange(logits.shape[0])
     at = torch.log_softmax(logits[rows, batch["decision"] - 1 - offset], dim=-1)
     gap = at[rows, batch["correct"]] - at[rows, batch["wrong"]]
-    margin = torch.relu(gamma - gap).mean()
+    w = batch.get("weight")
+    w = torch.ones(logits.shape[0]) if w is None else w.float()
+    margin = (torch.relu(gamma - gap) * w).sum() / w.sum().clamp(min=1e-12)
     shift_logits = logits[:, :-1]
     shift_labels = batch["labels"][:, offset + 1 :]
     if (shift_labels != -100).any():
-        sft = torch.nn.functional.cross_entropy(
+        ce = torch.nn.functional.cross_entropy(
             shift_logits.reshape(-1, shift_logits.shape[-1]),
             shift_labels.reshape(-1),
             ignore_index=-100,
-        )
+            reduction="none",
+        ).view(shift_labels.shape)
+        tw = (shift_labels != -100).float() * w[:, None]
+        sft = (ce * tw).sum() / tw.sum().clamp(min=1e-12)
     else:
         sft = logits.sum() * 0.0
     return {
@@ -399,13 +408,22 @@ def length_batches(examples: list[Example], batch_size: int, seed: int) -> list[
     return batches
 
 
-def save_adapter(model: Any, out: Path, meta: dict[str, Any]) -> Path:
-    """Write the final peft adapter and ``judge_train.json`` to ``out/adapter`` atomically."""
+def save_adapter(model: Any, out: Path, meta: dict[str, Any], dtype: str = "float32") -> Path:
+    """Write the final peft adapter and ``judge_train.json`` to ``out/adapter`` atomically.
+
+    ``dtype="bfloat16"`` stores the LoRA weights in bf16 (half the file; serving loads them into
+    the base model's dtype)."""
     target = out / "adapter"
     tmp = out / "adapter.tmp"
     if tmp.exists():
         shutil.rmtree(tmp)
     model.save_pretrained(tmp)
+    if dtype == "bfloat16":
+        from safetensors.torch import save_file
+
+        weights = tmp / "adapter_model.safetensors"
+        state = {k: v.to(torch.bfloat16).contiguous() for k, v in load_file(weights).items()}
+        save_file(state, weights, metadata={"format": "pt"})
     (tmp / META_FILE).write_text(json.dumps(meta, indent=2))
     _replace_dir(tmp, target)
     return target

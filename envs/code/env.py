@@ -52,6 +52,7 @@ from typing import Any
 from rankgym.envs.base import Env, EpisodeState, Task
 from rankgym.envs.code.signals import run_signals, source_signals
 from rankgym.envs.code.tasks import SOURCES, CodeSpec, CodeTask, all_specs, make_task
+from rankgym.envs.judge_split import JUDGE_SPLIT, carve
 from rankgym.envs.sandbox import Limits, RunResult, Sandbox
 from rankgym.envs.tools import tool
 
@@ -244,6 +245,7 @@ class CodeTestsEnv(Env):
     max_turns = 8
     success_threshold = 1.0
     system_prompt = SYSTEM_PROMPT
+    splits = ("train", "test", JUDGE_SPLIT)
 
     def __init__(
         self,
@@ -277,11 +279,13 @@ class CodeTestsEnv(Env):
         self.tools = (self.run_python, self.run_tests, self.submit)
 
     def tasks(self, split: str = "train") -> list[Task]:
-        return [
+        source = "train" if split == JUDGE_SPLIT else split  # the judge split is carved from train
+        picked = [
             make_task(s)
             for s in all_specs().values()
-            if s.split == split and s.source in self.sources
+            if s.split == source and s.source in self.sources
         ]
+        return carve(picked, split) if source == "train" else picked
 
     def _spec(self) -> CodeSpec:
         return all_specs()[self.state.task.id]

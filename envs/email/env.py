@@ -45,6 +45,7 @@ from rankgym.envs.email.reward import (
     score_episode,
 )
 from rankgym.envs.email.types import Corpus, Question
+from rankgym.envs.judge_split import JUDGE_SPLIT, carve
 from rankgym.envs.toolcalls import assistant_call, protocol_prompt
 from rankgym.envs.tools import tool
 
@@ -121,7 +122,7 @@ class EmailSearchEnv(Env):
     env_id = "rankgym/EmailSearch-v0"
     max_turns = 10
     success_threshold = 1.0
-    splits = ("train", "test", "agentdojo")
+    splits = ("train", "test", "agentdojo", JUDGE_SPLIT)
     strict_splits = True  # a train env never resets to a test task by id (issue 26)
 
     def __init__(
@@ -170,7 +171,10 @@ class EmailSearchEnv(Env):
         key = (self._prefix, tuple(str(db.path) for db in self.inboxes.values()), split)
         with _DB_LOCK:
             if key not in _TASKS:
-                _TASKS[key] = self._build_tasks(split)
+                if split in ("train", JUDGE_SPLIT):  # the judge split is carved from train
+                    _TASKS[key] = carve(self._build_tasks("train"), split)
+                else:
+                    _TASKS[key] = self._build_tasks(split)
             return list(_TASKS[key])
 
     def _build_tasks(self, split: str) -> list[Task]:

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rankgym.envs.base import Env, EpisodeState, Task
+from rankgym.envs.judge_split import JUDGE_SPLIT, carve
 from rankgym.envs.tools import Tool
 from rankgym.envs.tooluse.answers import check_answer, format_answer, is_spam
 from rankgym.envs.tooluse.tasks import DIFFICULTIES, ToolUseTask, generate_tasks
@@ -29,6 +30,7 @@ class ToolUseEnv(Env):
         "End your final reply with the answer."
     )
     tools = tuple(fn for fns in TOOL_FAMILIES.values() for fn in fns)
+    splits = ("train", "test", JUDGE_SPLIT)
 
     def __init__(
         self,
@@ -52,11 +54,13 @@ class ToolUseEnv(Env):
         self.tools = tuple(_tool_objects().values())
 
     def tasks(self, split: str = "train") -> list[Task]:
-        return [
+        source = "train" if split == JUDGE_SPLIT else split  # the judge split is carved from train
+        picked = [
             t
             for t in generate_tasks()
-            if t.split == split and t.difficulty in self.difficulties and t.family in self.families
+            if t.split == source and t.difficulty in self.difficulties and t.family in self.families
         ]
+        return carve(picked, split) if source == "train" else picked
 
     def tools_for(self, task: Task) -> list[Tool]:
         objs = _tool_objects()

@@ -38,8 +38,10 @@ def test_task_source_size_families_levels_and_split(env):
     assert len({t.id for t in tasks}) == len(tasks)
     assert {t.family for t in tasks} == set(TOOL_FAMILIES) and len(TOOL_FAMILIES) >= 5
     assert Counter(t.difficulty for t in tasks).keys() == {"easy", "medium", "hard"}
-    train, test = env.tasks("train"), env.tasks("test")
-    assert len(train) + len(test) == len(tasks) and 0.15 < len(test) / len(tasks) < 0.25
+    train, test, judge = env.tasks("train"), env.tasks("test"), env.tasks("judge")
+    assert (
+        len(train) + len(test) + len(judge) == len(tasks) and 0.15 < len(test) / len(tasks) < 0.25
+    )
     assert not {t.id for t in train} & {t.id for t in test}
     assert not {t.prompt for t in train} & {t.prompt for t in test}
     assert {(t.family, t.difficulty) for t in test} == {(t.family, t.difficulty) for t in train}

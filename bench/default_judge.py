@@ -1,0 +1,223 @@
+"""Rebuild the shipped default judge (``judges/default_judge/``, served as ``local/smollm2``).
+
+Every step is a rankgym command (printed before it runs) and is skipped when its output is
+already in ``--work``, so an interrupted build resumes:
+
+1. labelled groups on the train split of ToolUse, EmailSearch and CodeTests: the oracle, the
+   noisy oracle (``oracle~0.33``, ``oracle~0.67``) and the random policy in mixed groups of 4,
+   and the untrained embedded model (``embedded``, the base policy) in groups of 2;
+2. the demo's SFT warm start (``rankgym sft`` on the hard ToolUse tasks);
+3. ``rankgym judge-train`` on all of it, which first rolls the SFT adapter out on ToolUse's
+   ``judge`` split (train tasks GRPO never draws): LoRA r=8, bf16 weights;
+4. ``rankgym judge-check --split test`` of the new adapter on the three envs, and on a
+   ``rankgym new-env`` scaffold that is in none of the training data;
+5. with ``--ship DIR``: copies the adapter to DIR and writes ``DIR/manifest.json`` (the
+   commands, the sha256 of every shipped file and of the training data, held-out numbers).
+
+    make default-judge          # = .venv/bin/python bench/default_judge.py --ship judges/default_judge
+
+What it does not do: tune anything on the test split (the checks run once, after training,
+and their numbers are recorded whatever they are), or use a GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ENVS = ("rankgym/ToolUse-v0", "rankgym/EmailSearch-v0", "rankgym/CodeTests-v0")
+SCRIPTED = "oracle,oracle~0.33,oracle~0.67,random"
+SFT_KWARGS = "difficulty=hard families=lookup,units,dates"
+JUDGE_TRAIN_FLAGS = [
+    "--rollout-env", "rankgym/ToolUse-v0", "--rollout-tasks", "40", "--rollout-group-size", "4", "--rollout-max-turns", "4",
+    "--base", "local/smollm2", "--max-train-pairs", "240", "--max-heldout-pairs", "90",
+    "--samples", "4", "--reason-tokens", "0", "--epochs", "2", "--batch-size", "8",
+    "--lr", "1e-3", "--lora-r", "8", "--lora-layers", "10", "--max-line-chars", "120",
+    "--max-context-tokens", "1024", "--max-train-seconds", "1800", "--compare-with", "",
+    "--save-dtype", "bfloat16", "--seed", "0",
+]  # fmt: skip
+NEW_ENV = "wordcount"
+SHIPPED_FILES = ("adapter_config.json", "adapter_model.safetensors", "judge_train.json")
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def rankgym(args: list[str], log: list[list[str]], capture: bool = False, run: bool = True) -> str:
+    """Run ``rankgym ARGS`` (printed first, recorded in ``log``); returns stdout if captured.
+
+    ``run=False`` only records it (its output is already in the work directory)."""
+    cmd = ["rankgym", *args]
+    log.append(cmd)
+    if not run:
+        return ""
+    print("+ " + " ".join(cmd), flush=True)
+    out = subprocess.run([sys.executable, "-m", "rankgym", *args], check=True, text=True,
+                         stdout=subprocess.PIPE if capture else None)  # fmt: skip
+    return out.stdout if capture else ""
+
+
+def short(env: str) -> str:
+    return env.split("/")[1].split("-")[0]
+
+
+def build_data(work: Path, log: list[list[str]]) -> list[Path]:
+    stores = []
+    for env in ENVS:
+        store = work / f"{short(env)}.db"
+        done = work / f"{short(env)}.done"
+        todo = not done.is_file()
+        if todo and store.exists():
+            store.unlink()
+        rankgym(["rollout", "--env", env, "--policy", SCRIPTED, "--tasks", "120",
+                 "--group-size", "4", "--store", str(store), "--run", "scripted",
+                 "--seed", "1", "--quiet", "--json"], log, capture=True, run=todo)  # fmt: skip
+        rankgym(["rollout", "--env", env, "--policy", "embedded", "--tasks", "60",
+                 "--group-size", "2", "--store", str(store), "--run", "base",
+                 "--seed", "2", "--quiet", "--json"], log, capture=True, run=todo)  # fmt: skip
+        if todo:
+            done.write_text("ok")
+        stores.append(store)
+    return stores
+
+
+def build_sft(work: Path, log: list[list[str]]) -> Path:
+    out = work / "sft"
+    todo = not (out / "adapter_model.safetensors").is_file()
+    rankgym(["sft", "--env", "rankgym/ToolUse-v0", "--env-kwargs", SFT_KWARGS,
+             "--steps", "16", "--batch-size", "8", "--lr", "4e-4", "--seed", "0",
+             "--out", str(out), "--quiet", "--json"], log, capture=True, run=todo)  # fmt: skip
+    return out
+
+
+def train(work: Path, stores: list[Path], sft: Path, log: list[list[str]]) -> dict[str, Any]:
+    out = work / "judge"
+    report = out / "report.json"
+    args = ["judge-train", *[a for s in stores for a in ("--store", str(s))],
+            "--rollout-adapter", str(sft), "--out", str(out), *JUDGE_TRAIN_FLAGS, "--json"]  # fmt: skip
+    rankgym(args, log, capture=True, run=not report.is_file())
+    return json.loads(report.read_text())
+
+
+NEW_ENV_CHECK = """
+import sys
+sys.path.insert(0, {pkg!r})
+import {name}
+{name}.register_envs()
+from rankgym.cli import main
+sys.exit(main({argv!r}))
+"""
+
+
+def check(work: Path, judge: str, log: list[list[str]]) -> dict[str, Any]:
+    results: dict[str, Any] = {}
+    for env in ENVS:
+        path = work / f"check-{short(env)}.json"
+        text = rankgym(["judge-check", "--env", env, "--judge", judge, "--split", "test",
+                        "--groups", "8", "--store", str(work / "check.db"), "--json"],
+                       log, capture=True, run=not path.is_file())  # fmt: skip
+        if not path.is_file():
+            path.write_text(text)
+        results[env] = json.loads(path.read_text())
+    path = work / f"check-{NEW_ENV}.json"
+    if not path.is_file():
+        pkg = work / "newenv" / NEW_ENV
+        if not pkg.is_dir():
+            rankgym(["new-env", NEW_ENV, "--dir", str(work / "newenv")], log)
+        env_id = f"{NEW_ENV}/{NEW_ENV.capitalize()}-v0"
+        argv = ["judge-check", "--env", env_id, "--judge", judge, "--split", "test",
+                "--groups", "8", "--store", str(work / "check.db"), "--json"]  # fmt: skip
+        log.append(["rankgym", *argv, f"(scaffold {NEW_ENV} registered in-process)"])
+        print("+ rankgym " + " ".join(argv), flush=True)
+        code = NEW_ENV_CHECK.format(pkg=str(pkg), name=NEW_ENV, argv=argv)
+        out = subprocess.run([sys.executable, "-c", code], check=True, text=True,
+                             stdout=subprocess.PIPE)  # fmt: skip
+        path.write_text(out.stdout)
+    results[f"{NEW_ENV} (rankgym new-env scaffold)"] = json.loads(path.read_text())
+    return results
+
+
+def headline(rep: dict[str, Any]) -> dict[str, Any]:
+    """tau, pairwise, position consistency (value + CI) of a judge-check report."""
+    out = {}
+    for k in ("kendall_tau", "pairwise_accuracy", "position_consistency", "top1"):
+        v = rep.get(k) or {}
+        out[k] = {"value": v.get("value"), "ci_low": v.get("ci_low"), "ci_high": v.get("ci_high")}
+    out["can_judge"] = rep.get("can_judge")
+    out["judged_groups"] = rep.get("judged")
+    return out
+
+
+def ship(work: Path, dest: Path, report: dict[str, Any], checks: dict[str, Any],
+         log: list[list[str]], seconds: float, note: str = "") -> None:  # fmt: skip
+    adapter = work / "judge" / "adapter"
+    dest.mkdir(parents=True, exist_ok=True)
+    for f in SHIPPED_FILES:
+        shutil.copyfile(adapter / f, dest / f)
+    data = work / "judge" / "data"
+    manifest = {
+        "what": "the default judge served as local/smollm2: a pairwise LoRA on SmolLM2-135M-Instruct",
+        "rebuild": "make default-judge",
+        "note": note,
+        "commands": [" ".join(c) for c in log],
+        "files": {f: sha256(dest / f) for f in SHIPPED_FILES},
+        "data": {f.name: sha256(f) for f in sorted(data.glob("*.jsonl"))},
+        "dataset": json.loads((data / "dataset.json").read_text()),
+        "train": {
+            k: report.get(k)
+            for k in (
+                "train_pairs",
+                "heldout_pairs",
+                "train_presentations",
+                "skipped_too_long",
+                "train_steps",
+                "planned_steps",
+                "last10_train_accuracy",
+                "seconds",
+                "threads",
+            )
+        },  # fmt: skip
+        "heldout_pairs": (report.get("comparison") or {}).get("judges"),
+        "judge_check_test_split": {env: headline(r) for env, r in checks.items()},
+        "build_seconds": round(seconds),
+        "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    (dest / "manifest.json").write_text(json.dumps(manifest, indent=2, default=str) + "\n")
+    print(f"shipped {dest} ({', '.join(SHIPPED_FILES)} + manifest.json)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--work", default="/tmp/rankgym-default-judge", help="work directory (resumable)")  # fmt: skip
+    ap.add_argument("--ship", metavar="DIR", help="copy the adapter and write manifest.json here")
+    ap.add_argument("--note", default="", help="a remark recorded in the manifest")
+    args = ap.parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    log: list[list[str]] = []
+    stores = build_data(work, log)
+    sft = build_sft(work, log)
+    report = train(work, stores, sft, log)
+    checks = check(work, f"local/smollm2@{work / 'judge' / 'adapter'}", log)
+    for env, rep in checks.items():
+        h = headline(rep)
+        print(env, json.dumps({k: v["value"] if isinstance(v, dict) else v for k, v in h.items()}))
+    if args.ship:
+        ship(work, Path(args.ship), report, checks, log, time.perf_counter() - t0, args.note)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

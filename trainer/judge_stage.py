@@ -1,0 +1,189 @@
+"""The ``[judge_train]`` stage of ``rankgym train``: a judge trained on this policy's own groups.
+
+After ``[sft]`` and before GRPO, :func:`run_judge_train_stage`:
+
+1. rolls the SFT adapter out on the ``judge`` split of each env in ``judge_train.envs``
+   (train tasks that ``env.tasks("train")`` leaves out, so GRPO never draws them) into
+   ``<out>/judge_train/data/rollout.db``;
+2. builds labelled pairs from it (the verifier's rewards) and from ``judge_train.stores``
+   (verifier rewards and people's rankings; ``sources`` / ``human_weight`` select and weight),
+   split by task, and trains a pairwise judge LoRA (``rankgym judge-train``'s code path);
+3. **checks** the trained judge on the held-out tasks of the same rollout (pairs the judge
+   never trained on, each judged in both orders): pairwise accuracy and position consistency
+   with 95% cluster-bootstrap CIs; ``passed`` when the accuracy's CI lies above
+   ``min_pairwise``.
+
+It returns the judge model string (``local/smollm2@<out>/judge_train/adapter``) that GRPO's
+``[judge]`` should use when ``use`` is set. :func:`refresh_judge` retrains it every
+``refresh_every`` steps on the run's newest groups (online). A rerun with ``--resume`` reuses a
+finished stage (``stage.json``).
+
+What it does not do: label anything itself (the verifier and people do), or guarantee that a
+judge that ranks held-out pairs well trains a policy well (the monitor in ``rankgym train``
+watches that).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from rankgym.trainer.config import JudgeTrainSection, TrainConfig
+
+STAGE_FILE = "stage.json"
+
+
+def _judge_train_args(out: Path, **overrides: Any) -> argparse.Namespace:
+    """``rankgym judge-train``'s arguments with their defaults, then ``overrides``."""
+    from rankgym.judges.judge_train_command import _args
+
+    p = argparse.ArgumentParser()
+    _args(p)
+    args = p.parse_args(["--out", str(out)])
+    args.json, args.quiet, args.verbose = True, True, False
+    for k, v in overrides.items():
+        setattr(args, k, v)
+    return args
+
+
+def _settings(cfg: TrainConfig, jt: JudgeTrainSection) -> dict[str, Any]:
+    return {
+        "stores": list(jt.stores),
+        "sources": ",".join(jt.sources),
+        "human_weight": jt.human_weight,
+        "max_train_pairs": jt.max_train_pairs,
+        "max_heldout_pairs": jt.max_heldout_pairs,
+        "heldout_fraction": jt.heldout_fraction,
+        "epochs": jt.epochs,
+        "lr": jt.lr,
+        "lora_r": jt.lora_r,
+        "max_train_seconds": jt.max_train_minutes * 60 if jt.max_train_minutes else None,
+        "reason_tokens": 0,
+        "max_line_chars": 120,
+        "max_context_tokens": 768,
+        "compare_with": "",
+        "seed": cfg.seed,
+    }
+
+
+def _check(summary: dict[str, Any], min_pairwise: float) -> dict[str, Any]:
+    """The held-out numbers of the trained judge and whether they pass."""
+    comp = summary.get("comparison") or {}
+    judges = comp.get("judges") or {}
+    row = next(iter(judges.values()), {}).get("all", {}) if judges else {}
+    ci = row.get("pairwise_accuracy_ci")
+    return {
+        "heldout_pairs": comp.get("n_pairs"),
+        "heldout_tasks": comp.get("n_tasks"),
+        "pairwise_accuracy": row.get("pairwise_accuracy"),
+        "pairwise_accuracy_ci": ci,
+        "position_consistency": row.get("position_consistency"),
+        "position_consistency_ci": row.get("position_consistency_ci"),
+        "baselines": comp.get("baselines"),
+        "min_pairwise": min_pairwise,
+        "passed": bool(ci and ci[0] > min_pairwise),
+    }
+
+
+def run_judge_train_stage(
+    cfg: TrainConfig,
+    sft_adapter: str | Path,
+    out_dir: str | Path,
+    *,
+    reuse: bool = False,
+    progress: bool = False,
+    echo: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Run ``cfg.judge_train`` (see the module docstring) under ``out_dir/judge_train``.
+
+    Returns ``{"judge": model string, "check": {...}, "rollout": {...}, "summary": {...}}``,
+    also written to ``stage.json``. With ``reuse`` a finished stage there is returned as is.
+    """
+    from rankgym.errors import UserError
+    from rankgym.judges.judge_rollout import adapter_policy, rollout_judge_split
+    from rankgym.judges.judge_train_command import _run
+
+    jt = cfg.judge_train
+    if jt is None:
+        raise ValueError("the config has no [judge_train] section")
+    say = echo or (lambda _m: None)
+    out = Path(out_dir) / "judge_train"
+    stage_file = out / STAGE_FILE
+    if reuse and stage_file.is_file():
+        say(f"resume: reusing the trained judge in {out}")
+        return json.loads(stage_file.read_text())
+    envs = jt.envs or [cfg.env.id]
+    store = out / "data" / "rollout.db"
+    store.parent.mkdir(parents=True, exist_ok=True)
+    say(f"judge_train: rolling out {sft_adapter} on the judge split of {', '.join(envs)}")
+    policy = adapter_policy(sft_adapter, "judge-data-policy", max_new_tokens=cfg.policy.max_new_tokens,
+                            temperature=cfg.policy.temperature, seed=cfg.seed)  # fmt: skip
+    rollout = [
+        rollout_judge_split(policy, env, store, tasks=jt.tasks, group_size=jt.group_size,
+                            seed=cfg.seed, max_turns=jt.max_turns or cfg.env.max_turns,
+                            progress=progress)
+        for env in envs
+    ]  # fmt: skip
+    del policy
+    args = _judge_train_args(out, **_settings(cfg, jt))
+    args.store = [str(store), *args.store]
+    try:
+        summary = _run(args)
+    except UserError as e:
+        raise UserError(f"[judge_train]: {e}") from None
+    check = _check(summary, jt.min_pairwise)
+    result = {"judge": summary["judge"], "check": check, "rollout": rollout, "summary": summary}
+    tmp = stage_file.with_name(STAGE_FILE + ".tmp")
+    tmp.write_text(json.dumps(result, indent=2, default=str))
+    tmp.replace(stage_file)
+    ci = check["pairwise_accuracy_ci"] or [float("nan")] * 2
+    say(
+        f"judge_train: {summary['train_pairs']} training pairs; held-out pairwise "
+        f"{check['pairwise_accuracy']:.2f} [{ci[0]:.2f}, {ci[1]:.2f}] on "
+        f"{check['heldout_pairs']} pairs of this policy; "
+        + ("passed" if check["passed"] else f"NOT above {jt.min_pairwise}")
+    )
+    return result
+
+
+def refresh_due(cfg: TrainConfig, step: int) -> bool:
+    """True when GRPO step ``step`` (0-based, just finished) should refresh the judge."""
+    jt = cfg.judge_train
+    return bool(jt and jt.refresh_every and (step + 1) % jt.refresh_every == 0)
+
+
+def refresh_judge(
+    cfg: TrainConfig,
+    store_path: str | Path,
+    run_id: str,
+    step: int,
+    out_dir: str | Path,
+    *,
+    echo: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Retrain the judge on the run's groups so far (verifier rewards, rankings) plus the
+    judge-split rollout, into ``out_dir/judge_train/refresh-<step>``; returns
+    ``{"judge", "check", "summary"}`` like :func:`run_judge_train_stage`."""
+    from rankgym.judges.judge_train_command import _run
+
+    jt = cfg.judge_train
+    if jt is None:
+        raise ValueError("the config has no [judge_train] section")
+    say = echo or (lambda _m: None)
+    base = Path(out_dir) / "judge_train"
+    out = base / f"refresh-{step + 1}"
+    stores = [str(store_path), *jt.stores]
+    rollout_db = base / "data" / "rollout.db"
+    if rollout_db.is_file():
+        stores.append(str(rollout_db))
+    args = _judge_train_args(out, **_settings(cfg, jt))
+    args.store = stores
+    summary = _run(args)
+    check = _check(summary, jt.min_pairwise)
+    say(
+        f"judge_train refresh after step {step + 1}: held-out pairwise {check['pairwise_accuracy']}"
+    )
+    return {"judge": summary["judge"], "check": check, "summary": summary}
