@@ -249,3 +249,11 @@ def test_a_bad_adapter_probe_reply_is_an_adapter_sync_error(fake: Any, reply: di
     with pytest.raises(AdapterSyncError, match="vLLM probe of 'base'"):
         AdapterSync._server_probe(probe_owner, "base")  # type: ignore[arg-type]
     probe_owner.client.close()
+
+
+def test_a_five_million_id_answer_is_refused_at_the_body_cap_not_parsed(fake: Any, tok: Any):
+    body = json.dumps(_reply([1] * 5_000_000, [-0.1] * 5_000_000)).encode()  # ~ 40 MB
+    t0 = time.perf_counter()
+    gen = _turn(fake(completion=body), tok)
+    assert time.perf_counter() - t0 < 20
+    assert gen.error is not None and "over 33554432 bytes" in gen.error
