@@ -225,15 +225,21 @@ def _xss_group(rng: random.Random, run_id: str, step: int) -> Group:
     return g
 
 
+def _new_store_path(path: str | Path, builder: str) -> Path:
+    """``path`` as a Path; FileExistsError when something is there (the builders write anew)."""
+    path = Path(path)
+    if path.exists():
+        raise FileExistsError(f"{path} already exists; {builder} writes a new store")
+    return path
+
+
 def build_sample_store(path: str | Path, *, steps: int = 6, seed: int = 0) -> dict[str, object]:
     """Write the sample store at ``path`` (which must not exist yet); return what it wrote.
 
     The summary has ``runs``, ``groups`` (ids), ``xss_group``, ``labeled_groups`` and
     ``judge_specs`` (hashes), for tests and docs to refer to.
     """
-    path = Path(path)
-    if path.exists():
-        raise FileExistsError(f"{path} already exists; build_sample_store writes a new store")
+    path = _new_store_path(path, "build_sample_store")
     rng = random.Random(seed)
     groups: list[Group] = []
     with Store(path) as s:
@@ -334,9 +340,7 @@ def build_labeling_store(
 
     Returns ``groups`` (ids) and ``ranked`` (carol's); the store at ``path`` must not exist.
     """
-    path = Path(path)
-    if path.exists():
-        raise FileExistsError(f"{path} already exists; build_labeling_store writes a new store")
+    path = _new_store_path(path, "build_labeling_store")
     rng = random.Random(seed)
     made: list[Group] = []
     with Store(path) as s:
