@@ -350,6 +350,7 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
         "sft_targets": sum(1 for e in examples if e.answer),
         "train_steps": len(log),
         "planned_steps": cfg.epochs * -(-len(examples) // cfg.batch_size),
+        "max_train_seconds": cfg.max_train_seconds,
         "final_train": log[-1] if log else None,
         "last10_train_accuracy": sum(r["accuracy"] for r in log[-10:]) / max(1, len(log[-10:])),
         "seconds": {
@@ -361,6 +362,9 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
         "load_avg": os.getloadavg()[0],
         "meta_file": str(adapter / META_FILE),
     }
+    summary["stopped_on_time_cap"] = (
+        bool(cfg.max_train_seconds) and len(log) < summary["planned_steps"]
+    )
     del model
     if not args.no_compare:
         summary["comparison"] = _compare(args, heldout, summary["judge"], out, progress)
@@ -429,8 +433,19 @@ def _print(summary: dict[str, Any]) -> None:
           f"sampled verdict hit rate {summary['sampled_hit_rate']:.2f}; "
           f"time: data {s['data']:.0f}s, sampling {s['sampling']:.0f}s, training {s['training']:.0f}s"
           + (f", compare {s['compare']:.0f}s" if "compare" in s else ""))  # fmt: skip
+    if summary.get("stopped_on_time_cap"):
+        print(time_cap_line(summary))
     if "comparison" in summary:
         print(format_comparison(summary["comparison"]))
+
+
+def time_cap_line(summary: dict[str, Any]) -> str:
+    """What a judge-train run that stopped on its time cap says (command and train stage)."""
+    return (
+        f"judge-train: stopped on its time cap (max_train_seconds = "
+        f"{summary['max_train_seconds']:g}) after {summary['train_steps']} of "
+        f"{summary['planned_steps']} steps"
+    )
 
 
 JUDGE_TRAIN = Command(

@@ -104,7 +104,7 @@ def run_judge_train_stage(
     """
     from rankgym.errors import UserError
     from rankgym.judges.judge_rollout import adapter_policy, rollout_judge_split
-    from rankgym.judges.judge_train_command import _run
+    from rankgym.judges.judge_train_command import _run, time_cap_line
 
     jt = cfg.judge_train
     if jt is None:
@@ -134,6 +134,8 @@ def run_judge_train_stage(
         summary = _run(args)
     except UserError as e:
         raise UserError(f"[judge_train]: {e}") from None
+    if summary.get("stopped_on_time_cap"):
+        say(time_cap_line(summary))
     check = _check(summary, jt.min_pairwise)
     result = {"judge": summary["judge"], "check": check, "rollout": rollout, "summary": summary}
     tmp = stage_file.with_name(STAGE_FILE + ".tmp")

@@ -104,3 +104,12 @@ def test_sft_says_when_it_stopped_on_its_time_cap(
     assert "sft: stopped on its time cap (max_minutes = 1e-06) after 1 of 500 steps" in out
     meta = json.loads((tmp_path / "sft" / "meta.json").read_text())["sft"]
     assert meta["stopped_on_time_cap"] and meta["steps"] == 1 and meta["steps_planned"] == 500
+
+
+def test_judge_train_says_when_it_stopped_on_its_time_cap() -> None:
+    from rankgym.judges.judge_train_command import time_cap_line
+
+    line = time_cap_line({"max_train_seconds": 90.0, "train_steps": 7, "planned_steps": 40})
+    assert (
+        line == "judge-train: stopped on its time cap (max_train_seconds = 90) after 7 of 40 steps"
+    )
