@@ -280,3 +280,12 @@ def test_the_runs_page_data_split_judge_latency_per_step(practice) -> None:
     row = ops.iloc[0]
     assert 0 < row["service_s"] <= row["latency_s"] and row["queue_s"] >= 0
     assert abs(row["service_s"] + row["queue_s"] - row["latency_s"]) < 0.05
+
+
+def test_a_run_without_no_signal_groups_says_so_instead_of_an_empty_chart(practice) -> None:
+    at = AppTest.from_file(str(APP), default_timeout=60)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    said = [s.value for s in at.success if "Groups without learning signal" in s.value]
+    assert said == ["Groups without learning signal: none in 1 step(s); every group's rewards differed."]  # fmt: skip
+    assert not any("kl_coef" in i.value for i in at.info)
