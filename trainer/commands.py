@@ -51,7 +51,7 @@ def _train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")  # fmt: skip
     p.add_argument("--store", metavar="PATH", help="SQLite store (default: config's store, else OUT/store.db)")  # fmt: skip
     p.add_argument("--out", metavar="DIR", help="output dir for checkpoints and the adapter (default: config's out_dir)")  # fmt: skip
-    p.add_argument("--force", action="store_true", help="train even if the judge-check finds the judge cannot tell good from bad")  # fmt: skip
+    p.add_argument("--force", action="store_true", help="train even if the judge-check finds the judge cannot tell good from bad, and on steps whose verifier rewards are all equal (warned and flagged each step)")  # fmt: skip
     p.add_argument("--init-adapter", metavar="DIR", help="start GRPO from this peft adapter (e.g. the --out of `rankgym sft`) instead of a fresh LoRA; overrides [policy] adapter")  # fmt: skip
 
 
