@@ -110,8 +110,14 @@ FLAG_RANGES: dict[str, tuple[float, float, bool]] = {
 }
 
 
+DEFAULT_RANGE = (0, 1_000_000_000, True)
+"""The range of a numeric flag missing from FLAG_RANGES (finite, never negative)."""
+
+
 def _check(args: argparse.Namespace) -> None:
-    for name, (low, high, closed) in FLAG_RANGES.items():
+    numeric = {k for k, v in vars(args).items() if type(v) in (int, float)}
+    for name in sorted(set(FLAG_RANGES) | numeric):
+        low, high, closed = FLAG_RANGES.get(name, DEFAULT_RANGE)
         value = getattr(args, name, None)
         if value is None:
             continue
