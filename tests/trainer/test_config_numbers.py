@@ -18,6 +18,7 @@ from trainer_helpers import install_fake_judge, save_tiny_model, tiny_config
 
 from rankgym.cli import main
 from rankgym.config import ConfigError, parse_config, validate_config
+from rankgym.errors import UserError
 from rankgym.trainer.config import TrainConfig
 from rankgym.trainer.finite import NonFiniteTraining, check_update
 
@@ -205,3 +206,18 @@ def test_a_nan_margin_stops_judge_training_before_a_checkpoint(tmp_path: Path):
     with pytest.raises(NonFiniteTraining, match="judge-train step 1: non-finite loss nan"):
         train_judge(add_lora(model, cfg), tok, examples, cfg, tmp_path, "fp", progress=False)
     assert not (tmp_path / "checkpoint").exists()
+
+
+def test_a_new_numeric_judge_train_flag_without_a_stated_range_still_gets_one():
+    import argparse
+
+    from rankgym.judges import judge_train_command as jtc
+
+    p = argparse.ArgumentParser()
+    jtc.JUDGE_TRAIN.add_arguments(p)
+    args = p.parse_args(["--out", "o"])
+    args.brand_new_knob = float("inf")
+    with pytest.raises(
+        UserError, match=r"--brand-new-knob must be a finite number in \[0, 1e\+09\]"
+    ):
+        jtc._check(args)
