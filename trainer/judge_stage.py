@@ -51,7 +51,7 @@ def _judge_train_args(out: Path, **overrides: Any) -> argparse.Namespace:
 
 def _settings(cfg: TrainConfig, jt: JudgeTrainSection) -> dict[str, Any]:
     return {
-        "stores": list(jt.stores),
+        "store": list(jt.stores),
         "sources": ",".join(jt.sources),
         "human_weight": jt.human_weight,
         "max_train_pairs": jt.max_train_pairs,
@@ -116,6 +116,7 @@ def run_judge_train_stage(
         say(f"resume: reusing the trained judge in {out}")
         return json.loads(stage_file.read_text())
     envs = jt.envs or [cfg.env.id]
+    base = "local/smollm2" if cfg.policy.model == "embedded" else cfg.policy.model
     store = out / "data" / "rollout.db"
     store.parent.mkdir(parents=True, exist_ok=True)
     say(f"judge_train: rolling out {sft_adapter} on the judge split of {', '.join(envs)}")
@@ -128,7 +129,7 @@ def run_judge_train_stage(
         for env in envs
     ]  # fmt: skip
     del policy
-    args = _judge_train_args(out, **_settings(cfg, jt))
+    args = _judge_train_args(out, **_settings(cfg, jt), base=base)
     args.store = [str(store), *args.store]
     try:
         summary = _run(args)
@@ -181,7 +182,8 @@ def refresh_judge(
     rollout_db = base / "data" / "rollout.db"
     if rollout_db.is_file():
         stores.append(str(rollout_db))
-    args = _judge_train_args(out, **_settings(cfg, jt))
+    base = "local/smollm2" if cfg.policy.model == "embedded" else cfg.policy.model
+    args = _judge_train_args(out, **_settings(cfg, jt), base=base)
     args.store = stores
     summary = _run(args)
     check = _check(summary, jt.min_pairwise)
@@ -189,3 +191,45 @@ def refresh_judge(
         f"judge_train refresh after step {step + 1}: held-out pairwise {check['pairwise_accuracy']}"
     )
     return {"judge": summary["judge"], "check": check, "summary": summary}
+
+
+def _use_judge(trainer: Any, model: str) -> None:
+    """Point the trainer's judge spec at ``model`` (the rest of ``[judge]`` unchanged)."""
+    from rankgym.trainer.setup import judge_spec
+
+    cfg = trainer.cfg
+    trainer.spec = judge_spec(cfg.model_copy(update={"judge": cfg.judge.model_copy(update={"model": model})}))  # fmt: skip
+
+
+def judge_train_stage(trainer: Any) -> None:
+    """The call site in ``Trainer.setup`` after the SFT stage: run :func:`run_judge_train_stage`
+    on the SFT adapter (``<out>/sft``, or ``--init-adapter``), keep the result in
+    ``trainer.judge_train`` and, with ``use`` and a reward that reads the judge, judge GRPO's
+    groups with it."""
+    from rankgym.errors import UserError
+
+    cfg = trainer.cfg
+    adapter = trainer.init_adapter or (trainer.out / "sft" if cfg.sft is not None else None)
+    if adapter is None or not (Path(adapter) / "adapter_config.json").is_file():
+        raise UserError(
+            "[judge_train] rolls out the SFT policy on the judge split: add an [sft] section "
+            "or pass --init-adapter DIR"
+        )
+    trainer.judge_train = res = run_judge_train_stage(
+        cfg, adapter, trainer.out, reuse=trainer.resume, progress=trainer.progress,
+        echo=trainer.echo,
+    )  # fmt: skip
+    if cfg.judge_train and cfg.judge_train.use and trainer.spec is not None:
+        _use_judge(trainer, res["judge"])
+
+
+def maybe_refresh(trainer: Any, step: int) -> None:
+    """The call site after GRPO step ``step``: every ``refresh_every`` steps retrain the judge
+    on the run's groups so far and judge the next steps with it (see :func:`refresh_judge`)."""
+    cfg = trainer.cfg
+    if not refresh_due(cfg, step) or trainer.spec is None or not trainer.dist.main:
+        return
+    res = refresh_judge(cfg, cfg.store_path, trainer.run_id, step, trainer.out, echo=trainer.echo)
+    trainer.judge_train = {**(getattr(trainer, "judge_train", None) or {}), "refresh": res}
+    if cfg.judge_train and cfg.judge_train.use:
+        _use_judge(trainer, res["judge"])

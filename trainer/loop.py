@@ -211,6 +211,10 @@ class Trainer:
         self.sft_summary: dict[str, Any] | None = None
         if cfg.sft is not None and self.init_adapter is None:
             self._warm_start()
+        if cfg.judge_train is not None and self.dist.main:  # a judge on this policy's groups
+            from rankgym.trainer.judge_stage import judge_train_stage
+
+            judge_train_stage(self)
         if self.resume:
             self._load_latest()
         self.monitor = None
@@ -448,6 +452,10 @@ class Trainer:
                 raise
             history.append(m)
             self.echo(step_line(m, k, cfg.steps))
+            if cfg.judge_train is not None:  # online: retrain the judge every K steps
+                from rankgym.trainer.judge_stage import maybe_refresh
+
+                maybe_refresh(self, k)
             if (
                 cfg.eval.every
                 and (k + 1) % cfg.eval.every == 0
