@@ -26,6 +26,7 @@ from rankgym.errors import UserError
 from rankgym.types import Group, Judgement, JudgeSpec, Message, Trajectory, content_hash
 
 if TYPE_CHECKING:
+    from rankgym.judges import RetryPolicy
     from rankgym.store import Store
 
 __all__ = [
@@ -190,6 +191,7 @@ class JudgeRunner:
         run_id: str | None = None,
         run_kind: str = "external",
         run_config: dict[str, Any] | None = None,
+        retry: RetryPolicy | None = None,
     ) -> None:
         if permutations < 1:
             raise UserError(f"permutations must be at least 1 (got {permutations})")
@@ -199,6 +201,7 @@ class JudgeRunner:
         self.run_id = run_id
         self.run_kind = run_kind
         self.run_config = run_config or {}
+        self.retry = retry
         self._store_arg = store
         self._store: Store | None = None
         self._owns_store = False
@@ -227,7 +230,9 @@ class JudgeRunner:
         from rankgym.judges import GroupJudge
 
         store = self.store
-        judge = GroupJudge(self.spec, store, concurrency=self.concurrency, tools=tools)
+        judge = GroupJudge(
+            self.spec, store, concurrency=self.concurrency, retry=self.retry, tools=tools
+        )
         return list(await asyncio.gather(*(judge.judge_and_record(g, self.permutations) for g in groups)))  # fmt: skip
 
     def judge_sync(self, groups: Iterable[Group]) -> list[Judgement]:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import statistics
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -50,6 +51,7 @@ from rankgym.integrations.trl_env import (
 from rankgym.types import Group, JudgeSpec, Message, content_hash
 
 if TYPE_CHECKING:
+    from rankgym.judges import RetryPolicy
     from rankgym.store import Store
 
 __all__ = [
@@ -66,9 +68,8 @@ log = logging.getLogger(__name__)
 
 def _dist() -> tuple[int, int]:
     """(rank, world size) of the default torch.distributed group, (0, 1) without one."""
-    try:
-        import torch.distributed as dist
-    except ImportError:  # pragma: no cover - torch is a rankgym dependency
+    dist = sys.modules.get("torch.distributed")  # not imported: no process group either
+    if dist is None:
         return 0, 1
     if dist.is_available() and dist.is_initialized():
         return dist.get_rank(), dist.get_world_size()
@@ -145,6 +146,7 @@ class GroupJudgeReward:
         force: train even when the check says the judge cannot rank.
         env_id: the env id recorded for completions without a rankgym env (default ``trl``).
         rubric: a rubric file for the judge (default: rankgym's rubric).
+        retry: the judge's retry policy (``rankgym.judges.RetryPolicy``; default 4 attempts).
     """
 
     __name__ = "rankgym_judge"
@@ -165,6 +167,7 @@ class GroupJudgeReward:
         force: bool = False,
         env_id: str = "trl",
         rubric: str | Path | None = None,
+        retry: RetryPolicy | None = None,
     ) -> None:
         if not 0.0 <= verifier_weight <= 1.0:
             raise UserError(f"verifier_weight must be in [0, 1] (got {verifier_weight})")
@@ -179,7 +182,7 @@ class GroupJudgeReward:
                   "permutations": permutations, "verifier_weight": verifier_weight}  # fmt: skip
         self.runner = JudgeRunner(self.spec, store, permutations=permutations,
                                   concurrency=concurrency, run_id=self.run_id, run_kind="trl",
-                                  run_config=config)  # fmt: skip
+                                  run_config=config, retry=retry)  # fmt: skip
         self.calls = 0
         self.judge_s = 0.0
         self.check: dict[str, Any] | None = None

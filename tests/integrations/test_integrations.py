@@ -101,6 +101,61 @@ def test_group_judge_reward_refuses_bad_options_with_the_fix() -> None:
         GroupJudgeReward(JUDGE, check_groups=2)
 
 
+def test_an_unjudged_group_gives_no_reward_and_is_stored_with_its_error(store_path: Path) -> None:
+    from fakes import ScriptedLLM, register
+
+    from rankgym.integrations.trl import GroupJudgeReward
+    from rankgym.judges import RetryPolicy
+
+    class Mute(ScriptedLLM):  # never a valid judge reply
+        provider = "mutefake"
+
+        def reply(self, messages: list[dict]) -> str:
+            return "I would rather not say."
+
+    register(Mute())
+    no_wait = RetryPolicy(max_attempts=2, base_delay_s=0.01)
+    reward = GroupJudgeReward("mutefake/x", store=store_path, run_id="r", retry=no_wait)
+    got = reward(prompts=["q"] * 2, completions=[_chat("a"), _chat("b")])
+    reward.close()
+    assert got == [None, None]  # TRL: no reward from this function for these completions
+    with Store(store_path, readonly=True) as s:
+        (g,) = [s.get_group(i) for i in s.group_ids("r")]
+        assert g.judgement.status == "unjudged" and g.judgement.error
+        assert s.steps("r")[0]["metrics"]["unjudged_groups"] == 1
+
+
+def test_the_judge_check_preflight_refuses_a_judge_that_cannot_rank(store_path: Path) -> None:
+    from fakes import ScriptedLLM, register
+
+    from rankgym.errors import UserError
+    from rankgym.integrations.trl import GroupJudgeReward
+    from rankgym.judges.prompt import parse_ids_line
+
+    class PositionJudge(ScriptedLLM):  # scores by place in the prompt: reads position only
+        provider = "positionfake"
+
+        def reply(self, messages: list[dict]) -> str:
+            labels = parse_ids_line("\n".join(str(m.get("content") or "") for m in messages))
+            n = len(labels or [])
+            return json.dumps({"scores": [{"trajectory_id": x, "score": 1 - k / n, "rationale": ""}
+                                          for k, x in enumerate(labels or [])]})  # fmt: skip
+
+    register(PositionJudge())
+    JUDGE = "positionfake/first"
+    opts = {"check_groups": 3, "check_env": "rankgym/ToolUse-v0",
+            "check_env_kwargs": {"difficulty": "easy", "families": ["calc"]}}  # fmt: skip
+    with pytest.raises(UserError, match="tau CI includes 0"):
+        GroupJudgeReward(JUDGE, store=store_path, **opts)
+    forced = GroupJudgeReward(JUDGE, store=store_path, force=True, **opts)
+    assert (
+        forced.check is not None and forced.check["decision"] == "stop" and forced.check["forced"]
+    )
+    with Store(store_path, readonly=True) as s:  # the calibration groups, for the Agreement page
+        assert s.count_groups() >= 3
+    forced.close()
+
+
 # ---------------------------------------------------------------- TRL: real training runs
 
 
