@@ -6,8 +6,6 @@
 - ``rankgym.integrations.art``: :func:`ruler_score_group`, a drop-in for
   ``art.rewards.ruler_score_group`` backed by the rankgym judge and store, and
   :func:`import_art`. Needs ``[art]``.
-- ``rankgym.integrations.verifiers``: a rankgym env as a verifiers environment and the group
-  judge as a rubric function. Needs ``[verifiers]``.
 
 Importing this package imports none of those engines; each module imports its engine itself
 and raises a one-line ``UserError`` with the install command when it is missing.

@@ -81,6 +81,7 @@ def group_from_art(
         convs, env_id=env_id, task_id=_task_id(group, convs[0]), run_id=run_id, step=step,
         key=key, metrics=metrics,
         verifiable=[None if v is None else float(v) for v in indep],
+        tools=[dict(x) for x in trajs[0].tools or []],
     )  # fmt: skip
 
 
@@ -124,10 +125,9 @@ async def ruler_score_group(
 
     spec = _spec(judge_model, extra_litellm_params, rubric)
     rg = group_from_art(group, env_id=env_id, run_id=run_id, step=step)
-    tools = group.trajectories[0].tools if group.trajectories else None
     runner = JudgeRunner(spec, store, permutations=permutations, run_id=run_id, run_kind="art")
     try:
-        (j,) = await runner.judge([rg], tools={rg.id: list(tools)} if tools else None)
+        (j,) = await runner.judge([rg])
     finally:
         runner.close()
     if j.status != "ok":

@@ -127,6 +127,7 @@ def make_group(
     verifiable: Sequence[float | None] | None = None,
     hack_signals: Sequence[Sequence[str]] | None = None,
     metrics: Sequence[dict[str, Any]] | None = None,
+    tools: Sequence[dict[str, Any]] | None = None,
 ) -> Group:
     """A group of one task's conversations; ids are hashes of ``key``, the task and contents.
 
@@ -149,7 +150,7 @@ def make_group(
             )
         )
     return Group(id=f"grp-{base}", run_id=run_id, step=step, env_id=env_id, task_id=task_id,
-                 trajectories=trajs)  # fmt: skip
+                 trajectories=trajs, tools=list(tools or []))  # fmt: skip
 
 
 def resolve_spec(judge: str | JudgeSpec, rubric: str | Path | None = None) -> JudgeSpec:
@@ -226,9 +227,13 @@ class JudgeRunner:
     ) -> list[Judgement]:
         """Judge and store ``groups`` (in one gather); unjudged groups come back as such.
 
-        ``tools`` maps group id to the OpenAI tool schemas shown to the judge."""
+        ``tools`` maps group id to the OpenAI tool schemas shown to the judge (default: each
+        group's own ``Group.tools``)."""
         from rankgym.judges import GroupJudge
 
+        groups = list(groups)
+        if tools is None:
+            tools = {g.id: list(g.tools) for g in groups if g.tools}
         store = self.store
         judge = GroupJudge(
             self.spec, store, concurrency=self.concurrency, retry=self.retry, tools=tools

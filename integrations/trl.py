@@ -101,13 +101,14 @@ def _broadcast(value: Any) -> Any:
     return box[0]
 
 
-def _finish(env: Any, messages: Sequence[Message]) -> tuple[float | None, list[str], str, str]:
-    """(verifiable reward, hack signals, env id, task id) of a rankgym TRL env after its
-    completion's final answer; Nones for anything that is not a :class:`RankgymToolEnv`."""
+def _finish(env: Any, messages: Sequence[Message]) -> tuple[float | None, list[str], str, str, list]:  # fmt: skip
+    """(verifiable reward, hack signals, env id, task id, tool schemas) of a rankgym TRL env
+    after its completion's final answer; empty for anything not a :class:`RankgymToolEnv`."""
     if isinstance(env, RankgymToolEnv):
         vr = env._verify(last_assistant_text(messages))
-        return vr, env._hack_signals(), env.env_id, env.task_id or ""
-    return None, [], "", ""
+        tools = env.env.state.tools.schemas()
+        return vr, env._hack_signals(), env.env_id, env.task_id or "", tools
+    return None, [], "", "", []
 
 
 class EnvVerifierReward:
@@ -206,10 +207,10 @@ class GroupJudgeReward:
         for p, c, env, tid in zip(prompts, completions, envs, task_ids, strict=True):
             prompt = to_messages(p, "user")
             completion = to_messages(c, "assistant")
-            vr, hacks, env_id, env_task = _finish(env, completion)
+            vr, hacks, env_id, env_task, tools = _finish(env, completion)
             rows.append({"prompt": [m.to_openai() for m in prompt],
                          "messages": [m.to_openai() for m in prompt + completion],
-                         "verifiable": vr, "hacks": hacks, "env_id": env_id or self.env_id,
+                         "verifiable": vr, "hacks": hacks, "env_id": env_id or self.env_id, "tools": tools,
                          "task_id": str(tid) if tid is not None else env_task})  # fmt: skip
         everything, offset = _gather(rows)
         rewards: list[float | None] | None = None
@@ -264,6 +265,7 @@ class GroupJudgeReward:
                     key=f"{self.calls}:{k}",
                     verifiable=[rows[i]["verifiable"] for i in idx],
                     hack_signals=[rows[i]["hacks"] for i in idx],
+                    tools=first["tools"],
                 )  # fmt: skip
             )
         judgements = self.runner.judge_sync(groups)

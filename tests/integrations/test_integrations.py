@@ -185,6 +185,7 @@ def _judged(store: Path) -> list:
         assert len(g.trajectories) == 4 and g.judgement.status == "ok"
         assert all(t.verifiable_reward is not None for t in g.trajectories)
         assert len(g.judgement.presentations) == 2  # permutations=2
+        assert "calculate" in {t["function"]["name"] for t in g.tools}  # the episode's tools
     return groups
 
 
