@@ -26,6 +26,7 @@ retries) gets ``None`` rewards, which TRL treats as "no reward from this functio
 from __future__ import annotations
 
 import logging
+import os
 import statistics
 import sys
 import time
@@ -191,7 +192,7 @@ class GroupJudgeReward:
         if check_groups > 0:
             if not check_env:
                 raise UserError("check_groups needs check_env, the rankgym env to calibrate on (e.g. rankgym/ToolUse-v0)")  # fmt: skip
-            if _dist()[0] == 0:
+            if int(os.environ.get("RANK", "0")) == 0:  # before TRL starts the process group
                 kind = "judge" if verifier_weight == 0 else "judge+verifiable"
                 self.check = preflight(self.spec, check_env, check_groups, store=self.runner.store,
                                        reward_kind=kind, force=force, env_kwargs=check_env_kwargs)  # fmt: skip
