@@ -44,8 +44,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from rankgym.envs.policies import make_policy  # noqa: E402
 from rankgym.envs.rollout import rollout_groups  # noqa: E402
-from rankgym.judges.check import CheckConfig, calibration_groups  # noqa: E402
 from rankgym.judges.prompt import build_prompt, count_tokens, default_rubric, twins  # noqa: E402
+from rankgym.trainer.judge_check import CheckConfig, calibration_groups  # noqa: E402
 from rankgym.types import Group  # noqa: E402
 
 

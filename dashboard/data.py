@@ -36,8 +36,8 @@ import pandas as pd
 import streamlit as st
 
 from rankgym.judges.agreement import agreement_report, disagreements
+from rankgym.step_metrics import StepMetrics
 from rankgym.store import Store
-from rankgym.trainer.rewards import StepMetrics
 
 STORE_ENV = "RANKGYM_STORE"
 _local = threading.local()

@@ -19,9 +19,17 @@ import random
 from pathlib import Path
 from typing import Any
 
-from rankgym.envs.toolcalls import assistant_call
 from rankgym.store import Store
-from rankgym.types import Group, Judgement, JudgeSpec, Message, Trajectory, TrajectoryScore, Turn
+from rankgym.types import (
+    Group,
+    Judgement,
+    JudgeSpec,
+    Message,
+    Trajectory,
+    TrajectoryScore,
+    Turn,
+    assistant_call,
+)
 
 TRAIN_RUN = "demo-train"
 BASELINE_RUN = "baseline-eval"
@@ -50,7 +58,7 @@ _SYSTEM = {
 
 
 def _call(name: str, args: dict[str, Any], cid: str, content: str | None = None) -> Message:
-    """An assistant message making one tool call (``envs.toolcalls.assistant_call``, typed)."""
+    """An assistant message making one tool call (``rankgym.types.assistant_call``, typed)."""
     return Message.from_dict(assistant_call(name, args, cid, content))
 
 

@@ -40,6 +40,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from rankgym.types import assistant_call  # core since issue 27; still importable from here
+
 __all__ = [
     "ParsedText",
     "assistant_call",
@@ -131,18 +133,6 @@ def parse_text(text: str) -> ParsedText:
             }
         )
     return ParsedText(content=content, tool_calls=calls, errors=errors)
-
-
-def assistant_call(
-    name: str, arguments: dict[str, Any], call_id: str = "call_0", content: str | None = None
-) -> dict[str, Any]:
-    """An OpenAI assistant message that makes one native tool call (for oracles and scripts).
-
-    ``arguments`` is encoded as the JSON string the OpenAI format carries.
-    """
-    fn = {"name": name, "arguments": json.dumps(arguments, ensure_ascii=False)}
-    call = {"id": call_id, "type": "function", "function": fn}
-    return {"role": "assistant", "content": content, "tool_calls": [call]}
 
 
 def protocol_prompt(tools: list[dict[str, Any]]) -> str:

@@ -274,7 +274,7 @@ def preflight(
     Calibration groups and their judgements go to ``store`` (the dashboard's Agreement page
     shows them under the judge's spec) and are reused from it on a rerun.
     """
-    from rankgym.judges.check import CheckConfig, run_check
+    from rankgym.trainer.judge_check import CheckConfig, run_check
     from rankgym.trainer.preflight import CHECK_GROUP_SIZE, CHECK_PERMUTATIONS, decide
 
     cfg = CheckConfig(env_id=env_id, groups=groups, group_size=CHECK_GROUP_SIZE,

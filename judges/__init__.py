@@ -8,9 +8,9 @@ Modules: ``spec`` (JudgeSpec building, credentials, context budget), ``prompt`` 
 comparison request), ``calling`` (one LiteLLM call, error classes), ``parse`` (the reply),
 ``record`` (a presentation's record), ``subsets`` (groups too big for the context),
 ``signals`` (hack signals), ``group_judge`` (retry, cache, average, store),
-``metrics``/``agreement`` (agreement statistics and reports), ``check``/``check_command``
-(``rankgym judge-check``: can a judge judge?), ``local_provider`` (the embedded ``local/``
-judge), ``commands`` (the CLI).
+``metrics``/``agreement`` (agreement statistics and reports), ``local_provider`` (the
+embedded ``local/`` judge), ``commands`` (the CLI). ``rankgym judge-check`` (can a judge
+judge?) rolls out an env, so it lives above both: ``rankgym.trainer.judge_check``.
 """
 
 from .calling import JudgeFailed, RetryPolicy

@@ -48,7 +48,7 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
     "judge": ("rankgym.judges.commands", "JUDGE", "judge every unjudged group in a store"),
     "agreement": ("rankgym.judges.commands", "AGREEMENT", "judge vs human/verifier agreement"),
     "judge-check": (
-        "rankgym.judges.check_command",
+        "rankgym.trainer.judge_check_command",
         "JUDGE_CHECK",
         "measure whether a judge tells good from bad",
     ),

@@ -123,6 +123,19 @@ class Message(_Model):
         return self.model_dump(mode="json", exclude_none=True)
 
 
+def assistant_call(
+    name: str, arguments: dict[str, Any], call_id: str = "call_0", content: str | None = None
+) -> dict[str, Any]:
+    """An OpenAI assistant message that makes one native tool call (for oracles and scripts).
+
+    ``arguments`` is encoded as the JSON string the OpenAI format carries. Also importable as
+    ``rankgym.envs.toolcalls.assistant_call``.
+    """
+    fn = {"name": name, "arguments": json.dumps(arguments, ensure_ascii=False)}
+    call = {"id": call_id, "type": "function", "function": fn}
+    return {"role": "assistant", "content": content, "tool_calls": [call]}
+
+
 class Turn(_Model):
     """One assistant generation: the exact tokens the policy saw and produced.
 

@@ -3,7 +3,7 @@
 When the reward uses the judge (``reward.kind`` ``judge`` or ``judge+verifiable``) and
 ``judge.check_groups > 0``, :func:`judge_preflight` runs ``rankgym judge-check`` on the run's
 env (``check_groups`` calibration groups of 4 noise levels, 3 orders each; see
-``rankgym.judges.check``). The result is cached by (judge spec hash, env, kwargs, size, seed)
+``rankgym.trainer.judge_check``). The result is cached by (judge spec hash, env, kwargs, size, seed)
 under ``$RANKGYM_CACHE/judge-checks/`` (with the store holding its groups and judgements), so a second run with the same judge costs nothing, and
 it is written to the run's ``judge_check.json`` and returned in the run summary.
 
@@ -115,8 +115,8 @@ def judge_preflight(
     not use the judge or ``judge.check_groups`` is 0. Raises ``UserError`` for a judge-only
     reward whose tau CI includes 0, unless ``force``.
     """
-    from rankgym.judges.check import CheckConfig, run_check
     from rankgym.store import Store
+    from rankgym.trainer.judge_check import CheckConfig, run_check
 
     groups = int(getattr(cfg.judge, "check_groups", 0) or 0)
     if spec is None or cfg.reward.kind == "verifiable" or groups <= 0:

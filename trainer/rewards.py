@@ -8,8 +8,9 @@ judge derived itself (``judge_hack_suspected``, ``judge_top_verifier_failed``) a
 the first is noise with the embedded judge, the second would leak the verifier into a
 judge-only reward.
 
-:class:`StepMetrics` is what a step logs to the store (and the Runs page reads), built by
-``step_metrics``; ``step_line`` and ``history_summary`` read it.
+:class:`StepMetrics` (core: ``rankgym.step_metrics``, re-exported here) is what a step logs to
+the store (and the Runs page reads), built by ``step_metrics``; ``step_line`` and
+``history_summary`` read it.
 
 What this module does not do: no reward shaping beyond the blend and the penalty (no length
 penalty, no format reward: format credit is the env's business), and no normalisation (that is
@@ -20,9 +21,10 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
+from rankgym.step_metrics import StepMetrics
 from rankgym.types import Group, Trajectory
 
 __all__ = [
@@ -109,160 +111,6 @@ def step_rewards(
         out.train.extend(r for r in row if r is not None)
         out.rewards.append(row)
     return out
-
-
-@dataclass(frozen=True)
-class StepMetrics:
-    """What one training step logs: the store's ``steps.metrics`` row and the step line.
-
-    ``to_dict`` gives the stored JSON and ``from_dict`` reads a stored row back (any row: the
-    dashboard's sample store logs other keys). Means and rates are None when nothing was
-    measured (e.g. ``judge_score_mean`` with a verifiable reward); ``judge_*`` counts are None
-    when no judge ran.
-    """
-
-    policy: str
-    """The rollout policy's name, ``<model>@step<k>``."""
-    reward_kind: str
-    """``reward.kind``: ``judge``, ``verifiable`` or ``judge+verifiable``."""
-    reward_mean: float | None
-    """Mean training reward (blend + hack penalty) over trajectories with a signal."""
-    reward_std: float | None
-    judge_score_mean: float | None
-    judge_score_std: float | None
-    verifiable_mean: float | None
-    verifiable_std: float | None
-    success_rate: float | None
-    """Share of the step's trajectories whose verifiable reward reached the env's threshold."""
-    groups: int
-    trajectories: int
-    zero_variance_groups: int
-    """Groups whose rewards were all equal: zero advantage, no learning signal."""
-    unscored_trajectories: int
-    """Trajectories with no reward (unjudged, or no verifiable reward the blend needs)."""
-    unjudged_groups: int
-    hack_flagged: int
-    """Trajectories the env raised a hack signal for."""
-    hack_penalized: int
-    """Flagged trajectories whose reward the penalty lowered to their group's minimum."""
-    no_signal: bool
-    """True when no trajectory had a non-zero advantage: no optimizer step was taken."""
-    trained_trajectories: int
-    loss: float
-    grad_norm: float
-    clip_fraction: float
-    kl: float | None
-    """Mean KL to the base model (None with ``[loss] beta = 0``)."""
-    lr: float
-    update_tokens: int
-    update_tokens_per_s: float
-    rollout_completion_tokens: int | None
-    rollout_tokens_per_s: float | None
-    judge_input_tokens: int | None
-    judge_output_tokens: int | None
-    judge_cost_usd: float | None
-    judge_latency_s_mean: float | None
-    judge_calls: int | None
-    time_rollout_s: float | None
-    time_judge_s: float | None
-    time_update_s: float
-    reused_rollout: bool
-    """True when a resumed run reused the step's stored rollout (its manifest existed)."""
-    threads: dict[str, int] | None
-    """Torch threads chosen per phase (``adapt_threads``), else None."""
-    bf16: bool
-    extra: dict[str, Any] = field(default_factory=dict)
-    """Keys other parts add (the vLLM adapter sync's stats); on read, keys this version lacks."""
-    # The judge monitor (``monitor.py``): judge vs verifier (or people) on this step's groups
-    # and running over the run, with 95% CI bounds; stored only when a judge ran.
-    monitor_groups: int | None = None
-    """Groups of this step whose trajectories the verifier (or a person) orders."""
-    monitor_pairs: int | None = None
-    """Pairs of trajectories the verifier orders in those groups."""
-    judge_pairwise: float | None = None
-    """Share of those pairs the judge orders the same way (ties half; chance = 0.5)."""
-    judge_pairwise_low: float | None = None
-    judge_pairwise_high: float | None = None
-    judge_tau: float | None = None
-    """Kendall tau-b of judge scores vs verifier rewards, mean over groups."""
-    judge_tau_low: float | None = None
-    judge_tau_high: float | None = None
-    judge_top_fail_rate: float | None = None
-    """Share of the judge's top trajectories that fail the verifier where a success was there."""
-    monitor_groups_run: int | None = None
-    monitor_pairs_run: int | None = None
-    judge_pairwise_run: float | None = None
-    """``judge_pairwise`` over every step so far (what the guard reads, with its CI)."""
-    judge_pairwise_run_low: float | None = None
-    judge_pairwise_run_high: float | None = None
-    judge_tau_run: float | None = None
-    judge_tau_run_low: float | None = None
-    judge_tau_run_high: float | None = None
-    judge_top_fail_rate_run: float | None = None
-    guard_stopped: bool | None = None
-    """True on the step where the judge guard stopped the run (no update was made)."""
-    no_verifier_signal: bool | None = None
-    """True when every group with a verifier had constant verifier rewards."""
-    forced_no_signal: bool | None = None
-    """True when such a step, with a judge that failed its check, was trained under --force."""
-    time_step_s: float | None = None
-    """Wall time of the step up to its checkpoint (set by the loop)."""
-    time_checkpoint_s: float | None = None
-    checkpoint: str | None = None
-    """The checkpoint dir the step wrote."""
-    eval: dict[str, Any] | None = None
-    """The held-out evaluation run after this step, when there was one (store rows only)."""
-    keys: tuple[str, ...] | None = field(default=None, repr=False, compare=False)
-    """The stored row's keys in order, for a record ``from_dict`` read (see ``to_dict``)."""
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON-able dict the store keeps.
-
-        A record the trainer built writes every field in class order (``extra`` merged after
-        ``bf16``; the four fields the loop fills late only once set). A record read back writes
-        the keys it was read with, in their order, then any other field or extra key now set,
-        so ``from_dict(row).to_dict()`` is ``row``, key order included.
-        """
-        if self.keys is None:
-            out: dict[str, Any] = {}
-            for name in _NAMES:
-                v = getattr(self, name)
-                if name == "bf16":
-                    out[name] = v
-                    out.update(self.extra)
-                elif name not in _LATE or v is not None:
-                    out[name] = v
-            return out
-        out = {k: getattr(self, k) if k in _NAMES else self.extra[k] for k in self.keys}
-        for name in _NAMES:
-            if name not in out and getattr(self, name) is not None:
-                out[name] = getattr(self, name)
-        for k, v in self.extra.items():
-            out.setdefault(k, v)
-        return out
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> StepMetrics:
-        """A stored metrics row as a record: keys it lacks (older or other writers) read as
-        None, keys this version does not name go to ``extra``."""
-        extra = {k: v for k, v in d.items() if k not in _NAMES}
-        return cls(**{k: d.get(k) for k in _NAMES}, extra=extra, keys=tuple(d))
-
-    def series(self) -> dict[str, float]:
-        """The numeric metrics (bools as 0.0/1.0) in stored order: one curve each on Runs."""
-        out: dict[str, float] = {}
-        for k, v in self.to_dict().items():
-            if isinstance(v, bool):
-                out[k] = float(v)
-            elif isinstance(v, int | float):
-                out[k] = v
-        return out
-
-
-_LATE = frozenset({"time_step_s", "time_checkpoint_s", "checkpoint", "eval"})
-_NAMES = tuple(f.name for f in fields(StepMetrics) if f.name not in ("extra", "keys"))
-_MONITOR = _NAMES[_NAMES.index("monitor_groups") : _NAMES.index("forced_no_signal") + 1]
-_LATE = _LATE | frozenset(_MONITOR)  # written only when set (rows without a judge lack them)
 
 
 _JUDGE_USAGE = ("input_tokens", "output_tokens", "cost_usd", "latency_s_mean", "calls")

@@ -4,7 +4,7 @@ step, for one run.
 
 Curves come from two places and are labelled as such: aggregates computed from the stored
 groups (every run has them) and the metrics the trainer logged with ``Store.log_step`` (train
-runs only; read back as ``rankgym.trainer.rewards.StepMetrics``, one curve per numeric key,
+runs only; read back as ``rankgym.step_metrics.StepMetrics``, one curve per numeric key,
 so keys other writers logged show too). It does not re-derive trainer metrics (KL, clip
 fraction) from trajectories.
 """

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rankgym import router
 from rankgym.envs.policies.base import (
     BatchPolicy,
     Generation,
@@ -15,7 +16,6 @@ from rankgym.envs.policies.base import (
     map_concurrently,
     render_text_protocol,
 )
-from rankgym.judges import router
 
 
 class LiteLLMPolicy(BatchPolicy):
@@ -25,7 +25,7 @@ class LiteLLMPolicy(BatchPolicy):
     can be judged but not trained on. ``tool_mode="auto"`` sends native ``tools`` when LiteLLM
     says the model supports function calling, else rewrites the conversation with the text
     protocol and parses calls from the reply. ``completion_kwargs`` go to every call unchanged.
-    When a LiteLLM Router is installed (``rankgym.judges.router``) and ``model`` names one of its
+    When a LiteLLM Router is installed (``rankgym.router``) and ``model`` names one of its
     groups, calls go through it (fallbacks, rpm/tpm, Retry-After, the retry budget).
     """
 

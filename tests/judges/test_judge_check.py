@@ -14,7 +14,9 @@ import pytest
 from judge_fakes import labels_in
 
 from rankgym.cli import main
-from rankgym.judges.check import (
+from rankgym.judges.spec import default_spec
+from rankgym.store import Store
+from rankgym.trainer.judge_check import (
     CheckConfig,
     CheckReport,
     Estimate,
@@ -22,8 +24,6 @@ from rankgym.judges.check import (
     known_order,
     run_check,
 )
-from rankgym.judges.spec import default_spec
-from rankgym.store import Store
 
 ENV = "rankgym/ToolUse-v0"
 
@@ -83,7 +83,7 @@ def test_a_rerun_reuses_groups_and_cached_judgements(fake, tmp_path):
 
 
 def test_orders_are_rollout_reversed_then_distinct_shuffles_and_twins_tie_in_the_truth(tmp_path):
-    from rankgym.judges.check import calibration_groups
+    from rankgym.trainer.judge_check import calibration_groups
 
     (g,) = calibration_groups(CheckConfig(env_id=ENV, groups=1, group_size=4))
     ids = [t.id for t in g.trajectories]

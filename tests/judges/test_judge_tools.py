@@ -9,9 +9,9 @@ import re
 from judge_fakes import answer, labels_in, make_group
 
 from rankgym.cli import main
-from rankgym.judges.check import CheckConfig, run_check
 from rankgym.judges.spec import default_spec
 from rankgym.store import Store
+from rankgym.trainer.judge_check import CheckConfig, run_check
 
 TOOLS = [
     {

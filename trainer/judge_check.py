@@ -24,9 +24,9 @@ shows them under the judge's spec), and :func:`check_report` measures, with clus
 :func:`run_check` returns them with what the run cost as a :class:`CheckReport`, whose
 ``to_dict`` is the ``--json`` output. What it does not do: test the rubric on
 your task distribution (calibration groups come from the oracle and random calls, so they
-are easier than two sampled policies of similar skill), or detect reward hacking. This is
-the one place in ``rankgym.judges`` that imports ``rankgym.envs`` (lazily): the check is an
-experiment on an env, by design.
+are easier than two sampled policies of similar skill), or detect reward hacking. It lives
+above the envs and the judges (it rolls out an env and runs a judge), so it sits in the
+trainer layer; it moved here from ``rankgym.judges.check`` (issue 27).
 """
 
 from __future__ import annotations
@@ -42,12 +42,11 @@ from typing import TYPE_CHECKING, Any, Self
 from rankgym.envs.policies import make_policy
 from rankgym.envs.registry import make
 from rankgym.envs.rollout import rollout_groups
+from rankgym.judges.calling import RetryPolicy
+from rankgym.judges.group_judge import GroupJudge, add_shuffles
+from rankgym.judges.metrics import Aggregate, aggregate
+from rankgym.judges.prompt import twins
 from rankgym.types import Group, Judgement, JudgeSpec
-
-from .calling import RetryPolicy
-from .group_judge import GroupJudge, add_shuffles
-from .metrics import Aggregate, aggregate
-from .prompt import twins
 
 if TYPE_CHECKING:
     from rankgym.store import Store

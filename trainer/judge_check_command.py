@@ -1,4 +1,4 @@
-"""``rankgym judge-check``: does a judge tell good from bad? (``rankgym.judges.check``)
+"""``rankgym judge-check``: does a judge tell good from bad? (``rankgym.trainer.judge_check``)
 
 Rolls out calibration groups of known order from the env's oracle at graded noise, judges
 each in its rollout order, reversed and shuffled, and prints pairwise accuracy, Kendall tau-b,
@@ -15,15 +15,14 @@ from typing import TYPE_CHECKING, Any
 from rankgym.cli import Command
 from rankgym.envs.registry import make
 from rankgym.errors import UserError
+from rankgym.judges.commands import DEFAULT_JUDGE, _spec_from_args
+from rankgym.judges.spec import check_credentials
 from rankgym.model import cache_dir, set_torch_threads
 from rankgym.store import Store
-
-from .check import CheckConfig, run_check
-from .commands import DEFAULT_JUDGE, _spec_from_args
-from .spec import check_credentials
+from rankgym.trainer.judge_check import CheckConfig, run_check
 
 if TYPE_CHECKING:
-    from .check import CheckReport, Estimate
+    from rankgym.trainer.judge_check import CheckReport, Estimate
 
 MAX_GROUPS = 500
 MAX_GROUP_SIZE = 16
