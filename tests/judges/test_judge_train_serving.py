@@ -66,14 +66,14 @@ def test_spec_hash_follows_the_adapter_content_not_just_its_path(tmp_path: Path)
     d = _fake_adapter(tmp_path / "out" / "adapter", b"weights-1")
     spec = JudgeSpec(model=f"local/smollm2@{d}", rubric="r")
     via_out_dir = JudgeSpec(model=f"local/smollm2@{d.parent}", rubric="r")
-    base = JudgeSpec(model="local/smollm2", rubric="r")
+    base = JudgeSpec(model="local/smollm2-yesno", rubric="r")
     first = spec.spec_hash
     assert first != base.spec_hash and via_out_dir.spec_hash != base.spec_hash
     assert adapter_fingerprint(spec.model) == adapter_fingerprint(via_out_dir.model)
     (d / "adapter_model.safetensors").write_bytes(b"weights-2, retrained")
     assert spec.spec_hash != first  # a retrained adapter in the same directory: a new spec
     assert adapter_fingerprint("openai/gpt-4.1@x") is None
-    assert adapter_fingerprint("local/smollm2") is None
+    assert adapter_fingerprint("local/smollm2-yesno") is None  # the untrained yes/no reader
 
 
 def test_spec_hash_of_other_judges_is_unchanged_by_the_adapter_rule():

@@ -1,4 +1,5 @@
-"""The local/ LiteLLM provider with a tiny random model (fast); the real one is in the slow test."""
+"""The local/ LiteLLM provider's yes/no reader (``smollm2-yesno``) with a tiny random model (fast);
+the real one is in the slow test."""
 
 from __future__ import annotations
 
@@ -47,22 +48,26 @@ def tiny():
 
 def test_constrained_answer_is_valid_json_for_every_id(tiny):
     p = build_prompt(make_group(3), "Prefer correct answers.")
-    r = litellm.completion(model="tinylocal/smollm2", messages=p.messages, temperature=0, seed=0)
+    r = litellm.completion(
+        model="tinylocal/smollm2-yesno", messages=p.messages, temperature=0, seed=0
+    )
     out = json.loads(r.choices[0].message.content)
     assert [s["trajectory_id"] for s in out["scores"]] == ["T1", "T2", "T3"]
     assert all(0.0 <= s["score"] <= 1.0 and s["hack_suspected"] is False for s in out["scores"])
     assert r.usage.prompt_tokens > 100 and r.usage.completion_tokens == 3
-    again = litellm.completion(model="tinylocal/smollm2", messages=p.messages)
+    again = litellm.completion(model="tinylocal/smollm2-yesno", messages=p.messages)
     assert again.choices[0].message.content == r.choices[0].message.content  # deterministic
 
 
 def test_async_and_plain_chat(tiny):
     msgs = [{"role": "user", "content": "hi"}]
-    r = asyncio.run(litellm.acompletion(model="tinylocal/smollm2", messages=msgs, max_tokens=5))
+    r = asyncio.run(
+        litellm.acompletion(model="tinylocal/smollm2-yesno", messages=msgs, max_tokens=5)
+    )
     assert isinstance(r.choices[0].message.content, str) and r.usage.completion_tokens <= 5
 
 
 def test_too_long_prompt_is_a_context_window_error(tiny):
     long = [{"role": "user", "content": "word " * (CONTEXT_WINDOW + 10)}]
     with pytest.raises(litellm.ContextWindowExceededError):
-        litellm.completion(model="tinylocal/smollm2", messages=long, max_tokens=5)
+        litellm.completion(model="tinylocal/smollm2-yesno", messages=long, max_tokens=5)

@@ -117,3 +117,25 @@ def test_a_grpo_step_is_judged_by_the_trained_judge(run):
         j = t.store.get_group(gid, t.spec.spec_hash).judgement
         assert j is not None and j.status == "ok" and j.spec_hash == t.spec.spec_hash
     assert m is not None
+
+
+def test_judge_train_rolls_an_adapter_out_on_the_judge_split_from_the_command_line(run, capsys):
+    from rankgym.cli import main
+
+    _, root = run
+    out = root / "cli"
+    argv = ["judge-train", "--rollout-adapter", str(root / "run" / "sft"), "--rollout-env",
+            "rankgym/ToolUse-v0", "--rollout-tasks", "2", "--rollout-group-size", "2",
+            "--rollout-max-turns", "1", "--store", str(root / "labels.db"), "--base",
+            str(root / "tiny"), "--out", str(out), "--max-train-pairs", "4", "--max-heldout-pairs",
+            "2", "--epochs", "1", "--batch-size", "4", "--reason-tokens", "0", "--no-compare",
+            "--sources", "verifier", "--json", "-q"]  # fmt: skip
+    assert main(argv) == 0
+    capsys.readouterr()
+    stats = json.loads((out / "data" / "dataset.json").read_text())
+    (env,) = stats["rollout"]["envs"]
+    assert env["groups"] == 2 and env["run_id"] == "judge-split:rankgym/ToolUse-v0"
+    with Store(out / "data" / "rollout.db", readonly=True) as s:
+        assert all(in_judge_split(s.get_group(g).task_id) for g in s.group_ids())
+    assert main([*argv[:-2], "--sources", "crowd", "--json", "-q"]) == 2  # a one-line UserError
+    assert "--sources 'crowd'" in capsys.readouterr().err
