@@ -47,8 +47,9 @@ test: install vllm-venv
 test-vllm: install vllm-venv
 	RANKGYM_VLLM_PYTHON=$(VLLM_PY) RANKGYM_VLLM_REQUIRED=1 $(VENV)/bin/pytest -q -ra tests/vllm
 
+# ruff, then the import layers of pyproject.toml's [tool.importlinter] (tools/lint_imports.py)
 lint: install
-	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(PY) tools/lint_imports.py
 
 format: install
 	$(VENV)/bin/ruff format . && $(VENV)/bin/ruff check --fix .

@@ -157,7 +157,7 @@ def _rollout(args: argparse.Namespace, out: Path, progress: bool) -> dict[str, A
     """``--rollout-adapter``: the policy's groups on each env's judge split, into a store."""
     if not args.rollout_adapter:
         return None
-    from .judge_rollout import adapter_policy, rollout_judge_split
+    from rankgym.trainer.judge_rollout import adapter_policy, rollout_judge_split
 
     store = out / "data" / "rollout.db"
     store.parent.mkdir(parents=True, exist_ok=True)

@@ -103,8 +103,8 @@ def run_judge_train_stage(
     also written to ``stage.json``. With ``reuse`` a finished stage there is returned as is.
     """
     from rankgym.errors import UserError
-    from rankgym.judges.judge_rollout import adapter_policy, rollout_judge_split
     from rankgym.judges.judge_train_command import _run, time_cap_line
+    from rankgym.trainer.judge_rollout import adapter_policy, rollout_judge_split
 
     jt = cfg.judge_train
     if jt is None:

@@ -9,7 +9,9 @@ judge's labels never come from tasks the policy is trained on.
 :func:`rollout_judge_split` writes groups of a policy (e.g. the SFT warm start's adapter) on
 that split into a store; the verifier's rewards on them become ``verifier`` pairs in
 ``rankgym.judges.judge_data``. What it does not do: label anything (the env's verifier does),
-or work on an env without a ``judge`` split (it says so, naming the env).
+or work on an env without a ``judge`` split (it says so, naming the env). It rolls out envs
+and loads a trainer adapter, so it sits in the trainer layer (it was
+``rankgym.judges.judge_rollout`` before issue 27).
 """
 
 from __future__ import annotations
