@@ -7,8 +7,16 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from rankgym.envs.toolcalls import assistant_call
-from rankgym.types import Group, Judgement, JudgeSpec, Message, Trajectory, TrajectoryScore, Turn
+from rankgym.types import (
+    Group,
+    Judgement,
+    JudgeSpec,
+    Message,
+    Trajectory,
+    TrajectoryScore,
+    Turn,
+    assistant_call,
+)
 
 
 def _trajectory(**kw) -> Trajectory:

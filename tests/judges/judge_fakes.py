@@ -15,9 +15,8 @@ from typing import Any
 import litellm
 from fakes import ScriptedLLM, register
 
-from rankgym.envs.toolcalls import assistant_call
 from rankgym.judges.calling import RetryPolicy
-from rankgym.types import Group, Message, ToolCall, Trajectory
+from rankgym.types import Group, Message, ToolCall, Trajectory, assistant_call
 
 FAST_RETRY = RetryPolicy(max_attempts=3, base_delay_s=0.001, max_delay_s=0.002, timeout_s=5)
 
@@ -26,7 +25,7 @@ EMAIL_B = "From: bob@corp.example\nSubject: Offsite\n\nThe offsite moves to Lisb
 
 
 def tool_call(cid: str, name: str, args: dict[str, Any]) -> ToolCall:
-    """One native tool call, as ``envs.toolcalls.assistant_call`` writes it."""
+    """One native tool call, as ``rankgym.types.assistant_call`` writes it."""
     return ToolCall.from_dict(assistant_call(name, args, cid)["tool_calls"][0])
 
 
