@@ -7,16 +7,8 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from rankgym.types import (
-    Group,
-    Judgement,
-    JudgeSpec,
-    Message,
-    Trajectory,
-    TrajectoryScore,
-    Turn,
-    assistant_call,
-)
+from rankgym.envs.toolcalls import assistant_call
+from rankgym.types import Group, Judgement, JudgeSpec, Message, Trajectory, TrajectoryScore, Turn
 
 
 def _trajectory(**kw) -> Trajectory:
