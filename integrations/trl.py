@@ -290,6 +290,8 @@ class GroupJudgeReward:
         store = self.runner.store
         if store is None:
             return
+        for old in [k for k in self._step_rows if k != step]:  # a finished step is logged
+            del self._step_rows[old]
         acc = self._step_rows.setdefault(step, [])
         acc.append({"rewards": rewards, "verifiable": [r["verifiable"] for r in rows],
                     "scores": [s.score for j in judgements for s in j.scores],
