@@ -73,6 +73,7 @@ def test_the_mirror_shows_envs_judges_and_trainer_where_they_are_installed(tmp_p
             "rankgym.judges.group_judge -> rankgym.envs.rollout",
         ),
         ("rankgym/errors.py", "import rankgym.judges", "rankgym.errors -> rankgym.judges"),
+        ("rankgym/terminal.py", "import torch", "rankgym.terminal -> torch"),  # via rankgym.cli
         (
             "dashboard/data.py",
             "import rankgym.judges.calling",
