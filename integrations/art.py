@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 __all__ = ["group_from_art", "import_art", "ruler_score_group"]
 
 log = logging.getLogger(__name__)
-ART = "pip install openpipe-art (its own venv: it pins another litellm; see docs/integrations.md)"
+ART_NOTE = "in its own venv: it pins an older litellm; see docs/integrations.md"
 
 
 def _task_id(group: Any, messages: Sequence[Message]) -> str:
@@ -120,7 +120,7 @@ async def ruler_score_group(
     module docstring). ``rubric`` None is rankgym's rubric (ART's ``DEFAULT_RUBRIC`` works
     too). Raises ``JudgeFailed`` when the judge gives no valid answer, unless
     ``swallow_exceptions`` (then None)."""
-    art = require("art", "art")
+    art = require("art", "art", ART_NOTE)
     from rankgym.judges import JudgeFailed
 
     spec = _spec(judge_model, extra_litellm_params, rubric)
@@ -175,7 +175,7 @@ def import_art(path: str | Path, store: Store, run_id: str | None = None) -> dic
     The run is ``run_id`` (default: the model folder's name), one run step per ART step;
     re-importing the same files writes the same group ids again (no duplicates).
     """
-    require("art", "art")
+    require("art", "art", ART_NOTE)
     from art.utils.trajectory_logging import read_trajectory_groups_parquet
 
     p = Path(path)

@@ -20,8 +20,10 @@ def _args(p: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> dict[str, Any]:
-    from rankgym.integrations.art import import_art
+    from rankgym.integrations.art import ART_NOTE, import_art
+    from rankgym.integrations.trl_env import require
 
+    require("art", "art", ART_NOTE)  # before creating a store file
     with Store(args.store) as store:
         summary = import_art(args.path, store, run_id=args.run)
     if not args.json:

@@ -42,8 +42,8 @@ __all__ = ["RankgymToolEnv", "tool_chat_template", "trl_dataset", "trl_environme
 _RESERVED = {"reset", "get_reward"}
 
 
-def require(package: str, extra: str) -> Any:
-    """Import ``package`` or raise a one-line UserError with the install command."""
+def require(package: str, extra: str, note: str = "") -> Any:
+    """Import ``package`` or raise a one-line UserError with the install command (+ ``note``)."""
     import importlib
 
     try:
@@ -51,6 +51,7 @@ def require(package: str, extra: str) -> Any:
     except ImportError as e:
         raise UserError(
             f"{package} is not installed ({e}); install it with: pip install 'rankgym[{extra}]'"
+            + (f" ({note})" if note else "")
         ) from None
 
 

@@ -35,7 +35,11 @@ if TYPE_CHECKING:
     from rankgym.store import Store
     from rankgym.types import JudgeSpec
 
-vf = require("verifiers.v1", "verifiers")
+vf = require(
+    "verifiers.v1",
+    "verifiers",
+    "in its own venv: it pins an older openai; see docs/integrations.md",
+)
 
 __all__ = ["RankgymTaskset"]
 
