@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 from conftest import need
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from trainer_helpers import install_fake_judge, save_tiny_model
 
 from rankgym.store import Store
@@ -154,6 +156,45 @@ def test_the_judge_check_preflight_refuses_a_judge_that_cannot_rank(store_path: 
     with Store(store_path, readonly=True) as s:  # the calibration groups, for the Agreement page
         assert s.count_groups() >= 3
     forced.close()
+
+
+_text = st.text(max_size=20)
+_args = st.one_of(st.dictionaries(st.text(max_size=5), st.integers() | _text, max_size=3), _text)
+_call = st.fixed_dictionaries({"type": st.just("function"),
+                               "function": st.fixed_dictionaries({"name": _text, "arguments": _args})})  # fmt: skip
+_content = st.one_of(st.none(), _text, st.lists(st.fixed_dictionaries({"type": st.just("text"), "text": _text}), max_size=2))  # fmt: skip
+_message = st.one_of(
+    st.fixed_dictionaries({"role": st.sampled_from(["system", "user"]), "content": _text}),
+    st.fixed_dictionaries({"role": st.just("assistant"), "content": _content},
+                          optional={"tool_calls": st.lists(_call, max_size=2)}),
+    st.fixed_dictionaries({"role": st.just("tool"), "content": _text}, optional={"name": _text}),
+)  # fmt: skip
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_message, max_size=8))
+def test_engine_messages_become_rankgym_messages_that_round_trip(raw: list[dict]) -> None:
+    from rankgym.integrations.groups import to_messages
+    from rankgym.types import Message
+
+    msgs = to_messages(raw)
+    assert [m.role for m in msgs] == [m["role"] for m in raw]
+    for m in msgs:
+        assert Message.from_json(m.to_json()) == m
+        for tc in m.tool_calls or []:
+            assert tc.id
+    calls = [tc.id for m in msgs for tc in m.tool_calls or []]
+    answered = [m.tool_call_id for m in msgs if m.role == "tool" and m.tool_call_id]
+    assert set(answered) <= set(calls) and len(answered) == len(set(answered))
+
+
+def test_a_message_with_an_unknown_role_is_refused() -> None:
+    from rankgym.integrations.groups import to_messages
+
+    with pytest.raises(ValueError):
+        to_messages([{"role": "developer", "content": "x"}])
+    with pytest.raises(ValueError, match="not a chat message"):
+        to_messages(["just text"])
 
 
 # ---------------------------------------------------------------- TRL: real training runs
