@@ -15,9 +15,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import need
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from integration_helpers import need
 from trainer_helpers import install_fake_judge, save_tiny_model
 
 from rankgym.store import Store
