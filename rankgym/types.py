@@ -273,10 +273,13 @@ class JudgeSpec(_Model):
             data = self.model_dump(mode="json", exclude={"schema_version"})
         except (UnicodeEncodeError, PydanticSerializationError):  # a lone surrogate in `extra`
             data = self.model_dump(exclude={"schema_version"})
-        if self.model.startswith("local/") and "@" in self.model:
-            # a trained judge (local/NAME@DIR): the adapter's content is part of the spec, so a
-            # retrained adapter in the same directory never reuses cached scores
+        if self.model.startswith("local/"):
+            # a trained judge (local/NAME@DIR, or the shipped adapter a bare local/smollm2
+            # serves): the adapter's content is part of the spec, so a retrained adapter in the
+            # same directory never reuses cached scores; the yes/no reader has none
             from rankgym.judges.local_provider import adapter_fingerprint
 
-            data["adapter"] = adapter_fingerprint(self.model)
+            fp = adapter_fingerprint(self.model)
+            if fp is not None or "@" in self.model:
+                data["adapter"] = fp
         return content_hash(data)
