@@ -9,6 +9,12 @@ reports how many trajectories came out token-identical.
     RANKGYM_CACHE=/tmp/rgcache HF_HUB_OFFLINE=1 .venv/bin/python bench/rollout.py \\
         --tasks 2 --group-size 8 --max-new-tokens 48 --repeats 2
 
+The demo's workload (3 hard tasks x 6 episodes, up to 4 turns of 64 tokens at T 0.7) through an
+SFT adapter (the demo writes one to OUT/sft), KV reuse against the batched path before it and
+against transformers' ``generate``, in one run with the same seeds:
+
+    .venv/bin/python bench/rollout.py --demo --adapter OUT/sft --modes kv-reuse,batched,hf-generate
+
 ``--vllm URL`` (a running server for the same model, LoRA enabled, rank >= 16) or ``--vllm
 serve`` (start one; see ``rankgym.envs.vllm_server``) adds the vLLM modes: the same episodes
 through the server's base model and through a LoRA adapter (r=16 on all projections, random
@@ -41,13 +47,37 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 
+DEMO = {  # trainer/demo.py's GRPO rollout: 3 hard tasks (one per family) x 6 episodes, 4 turns
+    "env_kwargs": '{"difficulty": "hard", "families": ["lookup", "units", "dates"]}',
+    "tasks": 3,
+    "group_size": 6,
+    "max_new_tokens": 64,
+    "temperature": 0.7,
+    "max_turns": 4,
+    "stratify": "family",
+}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--env", default="rankgym/ToolUse-v0")
+    ap.add_argument("--env-kwargs", default="{}", help="JSON env kwargs")
     ap.add_argument("--tasks", type=int, default=2)
     ap.add_argument("--group-size", type=int, default=8)
     ap.add_argument("--max-new-tokens", type=int, default=48)
     ap.add_argument("--temperature", type=float, default=1.0)
+    ap.add_argument("--max-turns", type=int, default=None)
+    ap.add_argument("--stratify", default=None, help="balance tasks over this task field")
+    ap.add_argument("--demo", action="store_true", help="the demo's GRPO rollout settings (DEMO)")
+    ap.add_argument("--adapter", metavar="DIR", help="sample through this LoRA (e.g. an SFT one)")
+    ap.add_argument(
+        "--modes",
+        default="sequential,batched",
+        help="comma list of: kv-reuse (prefill shared prompts once, extend caches across turns), "
+        "batched (one full prefill per turn: the path before KV reuse), hf-generate "
+        "(transformers' generate on the same batches), sequential (batched, one episode at a "
+        "time); default: sequential,batched",
+    )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--threads", type=int, default=1, help="torch threads (1: see module doc)")
@@ -57,24 +87,43 @@ def main() -> None:
     )
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    if args.demo:
+        for k, v in DEMO.items():
+            setattr(args, k, v)
 
     import torch
 
-    from rankgym.envs.policies import make_policy
+    from rankgym.envs.policies import TransformersPolicy
     from rankgym.envs.rollout import rollout_groups, summarize
+    from rankgym.model import auto_dtype, shared_embedded
 
     torch.set_num_threads(args.threads)
     t0 = time.perf_counter()
-    policy = make_policy(
-        "embedded", max_new_tokens=args.max_new_tokens, temperature=args.temperature, seed=args.seed
-    )
-    load_s = time.perf_counter() - t0
-    common = dict(n_tasks=args.tasks, group_size=args.group_size, seed=args.seed, progress=False)
-    # warm-up: one short episode so that lazy initialisation is not timed
-    rollout_groups(args.env, policy, n_tasks=1, group_size=1, seed=args.seed + 1, progress=False)
+    model, tok = shared_embedded(auto_dtype("cpu"))
+    if args.adapter:
+        from peft import PeftModel
 
-    modes = ["sequential", "batched"]
-    policies = {"batched": policy, "sequential": policy}
+        model = PeftModel.from_pretrained(model, args.adapter)
+        model.eval()
+    sampling = dict(max_new_tokens=args.max_new_tokens, temperature=args.temperature, seed=args.seed)  # fmt: skip
+    name = "embedded" + ("+adapter" if args.adapter else "")
+    policy = TransformersPolicy(model, tok, name=name, reuse_kv=False, **sampling)
+    load_s = time.perf_counter() - t0
+    env_kwargs = json.loads(args.env_kwargs)
+    from rankgym.envs.registry import make
+
+    def env() -> Any:
+        return make(args.env, **env_kwargs)
+
+    common = dict(n_tasks=args.tasks, group_size=args.group_size, seed=args.seed, progress=False,
+                  max_turns=args.max_turns, stratify=args.stratify)  # fmt: skip
+    # warm-up: one short episode so that lazy initialisation is not timed
+    rollout_groups(env, policy, n_tasks=1, group_size=1, seed=args.seed + 1, progress=False)
+
+    policies: dict[str, Any] = {"batched": policy, "sequential": policy}
+    policies["kv-reuse"] = TransformersPolicy(model, tok, name=name, **sampling)
+    policies["hf-generate"] = HFGeneratePolicy(model, tok, name=name, reuse_kv=False, **sampling)
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     vllm = None
     if args.vllm:
         vllm = VLLMModes(args.vllm, args)
@@ -88,7 +137,7 @@ def main() -> None:
             load_before = os.getloadavg()[0]
             start = time.perf_counter()
             groups = rollout_groups(
-                args.env,
+                env,
                 policies[mode],
                 max_concurrent=1 if mode == "sequential" else None,
                 **common,
@@ -103,7 +152,7 @@ def main() -> None:
                 for t in g.trajectories
             ]
             print(
-                f"[{mode:10s}] {s['trajectories']} episodes in {wall:6.1f} s = "
+                f"[{mode:11s}] {s['trajectories']} episodes in {wall:6.1f} s = "
                 f"{s['episodes_per_min']:6.1f} episodes/min, {s['tokens_per_s']:6.1f} tok/s, "
                 f"{s['completion_tokens']} tokens, mean turns {s['mean_turns']:.2f}, "
                 f"load {s['load_before']}->{s['load_after']}",
@@ -118,36 +167,68 @@ def main() -> None:
         vllm.close()
         print(json.dumps(out) if args.json else _vllm_lines(out))
         return
-    same = sum(a == b for a, b in zip(tokens["batched"], tokens["sequential"], strict=True))
     out = {
         "env": args.env,
-        "policy": "embedded",
+        "env_kwargs": env_kwargs,
+        "policy": name,
         "tasks": args.tasks,
         "group_size": args.group_size,
         "episodes": args.tasks * args.group_size,
         "max_new_tokens": args.max_new_tokens,
+        "max_turns": args.max_turns,
         "temperature": args.temperature,
         "threads": args.threads,
         "model_load_s": round(load_s, 2),
-        "batched_episodes_per_min": best("batched")["episodes_per_min"],
-        "sequential_episodes_per_min": best("sequential")["episodes_per_min"],
-        "speedup": round(
-            best("batched")["episodes_per_min"] / best("sequential")["episodes_per_min"], 2
-        ),
-        "batched_tokens_per_s": best("batched")["tokens_per_s"],
-        "sequential_tokens_per_s": best("sequential")["tokens_per_s"],
-        "token_identical_trajectories": f"{same}/{len(tokens['batched'])}",
         "runs": results,
         "machine": f"{platform.machine()} {os.cpu_count()} cpus, torch {torch.__version__}",
     }
-    if args.json:
-        print(json.dumps(out))
-    else:
-        print(
-            f"speedup {out['speedup']}x: batched {out['batched_episodes_per_min']} vs sequential "
-            f"{out['sequential_episodes_per_min']} episodes/min "
-            f"(token-identical trajectories: {out['token_identical_trajectories']})"
-        )
+    for m in modes:
+        out[f"{m}_tokens_per_s"] = best(m)["tokens_per_s"]
+        out[f"{m}_episodes_per_min"] = best(m)["episodes_per_min"]
+    lines = []
+    ref = modes[0]
+    for m in modes[1:]:
+        same = sum(a == b for a, b in zip(tokens[ref], tokens[m], strict=True))
+        ratio = best(ref)["tokens_per_s"] / max(best(m)["tokens_per_s"], 1e-9)
+        out[f"{ref}_vs_{m}"] = round(ratio, 2)
+        out[f"token_identical_{ref}_vs_{m}"] = f"{same}/{len(tokens[ref])}"
+        lines.append(f"{ref} vs {m}: {ratio:.2f}x tok/s (token-identical trajectories: {same}/{len(tokens[ref])})")  # fmt: skip
+    print(json.dumps(out) if args.json else "\n".join(lines))
+
+
+class HFGeneratePolicy:
+    """``TransformersPolicy`` whose sampling is transformers' ``model.generate`` on the same
+    left-padded batches (its own sampler and RNG: same workload, not the same tokens)."""
+
+    def __new__(cls, *a: Any, **kw: Any) -> Any:
+        from rankgym.envs.policies import TransformersPolicy
+
+        class _HF(TransformersPolicy):
+            def _sample(self, prompts, seeds, entries=None, kept=None):  # type: ignore[override]
+                import torch
+
+                n, width = len(prompts), max(len(p) for p in prompts)
+                ids = torch.full((n, width), self.pad_id, dtype=torch.long)
+                att = torch.zeros((n, width), dtype=torch.long)
+                for r, p in enumerate(prompts):
+                    ids[r, width - len(p) :] = torch.tensor(p)
+                    att[r, width - len(p) :] = 1
+                torch.manual_seed(seeds[0])
+                sample = self.temperature > 0
+                with torch.inference_mode():
+                    out = self.model.generate(
+                        input_ids=ids, attention_mask=att, max_new_tokens=self.max_new_tokens,
+                        do_sample=sample, temperature=self.temperature if sample else None,
+                        top_p=self.top_p if sample else None, top_k=None,
+                        eos_token_id=sorted(self.eos_ids), pad_token_id=self.pad_id,
+                    )  # fmt: skip
+                res = []
+                for row in out[:, width:].tolist():
+                    cut = next((i + 1 for i, t in enumerate(row) if t in self.eos_ids), len(row))
+                    res.append((row[:cut], [0.0] * cut))
+                return res
+
+        return _HF(*a, **kw)
 
 
 class VLLMModes:

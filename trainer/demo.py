@@ -102,13 +102,21 @@ def _demo_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--eval-samples", type=bounded(MAX_GROUP_SIZE), default=5, metavar="K", help="seeded samples per held-out task (default: 5)")  # fmt: skip
 
 
-def policy_from_adapter(adapter: str | Path, name: str, cfg: Any) -> Any:
-    """A sampling policy (eval temperature, seeded) over the base model + the adapter at ``adapter``."""
+def policy_from_adapter(adapter: str | Path, name: str, cfg: Any, share: Any = None) -> Any:
+    """A sampling policy (eval temperature, seeded) over the base model + the adapter at ``adapter``.
+
+    With ``share`` (another such policy), the adapter is loaded into its model under ``name``
+    and the new policy switches to it while sampling: no second copy of the base weights
+    (``rankgym.model.load_named_adapter``)."""
     from rankgym.envs.policies import TransformersPolicy
-    from rankgym.model import use_bf16
+    from rankgym.model import load_named_adapter, use_bf16
     from rankgym.trainer.commands import _load_adapter_model
 
-    model, tok = _load_adapter_model(Path(adapter), None)
+    if share is None:
+        model, tok = _load_adapter_model(Path(adapter), None)
+    else:
+        model, tok = load_named_adapter(share.model, adapter, name), share.tokenizer
+        share.adapter = share.adapter or model.active_adapter  # it no longer owns the model
     return TransformersPolicy(
         model,
         tok,
@@ -117,6 +125,7 @@ def policy_from_adapter(adapter: str | Path, name: str, cfg: Any) -> Any:
         temperature=cfg.eval.temperature,
         seed=cfg.seed,
         autocast=use_bf16("auto", "cpu"),
+        adapter=None if share is None else name,
     )
 
 
@@ -208,6 +217,19 @@ def _print(f: dict[str, Any]) -> None:
     )
 
 
+def _drop_training_state(trainer: Any) -> None:
+    """Free the trained model, its optimizer and rollout policy (and their KV caches) once
+    training is over; the trainer's env, config and store stay usable."""
+    import gc
+
+    from rankgym.model import release_freed_memory
+
+    for attr in ("policy", "optimizer", "scheduler", "model"):
+        setattr(trainer, attr, None)
+    gc.collect()
+    release_freed_memory()
+
+
 def _demo_run(args: argparse.Namespace) -> dict[str, Any]:
     from rankgym.config import validate_config
     from rankgym.model import set_torch_threads
@@ -235,10 +257,11 @@ def _demo_run(args: argparse.Namespace) -> dict[str, Any]:
     t_train = time.perf_counter() - t0
     echo("held-out evaluation: base, SFT-only and SFT+GRPO on the same tasks and seeds")
     set_torch_threads()
+    _drop_training_state(trainer)  # the evaluation loads the saved adapters into one base copy
     trained = policy_from_adapter(Path(summary["adapter"]), "sft+grpo", cfg)
     policies = {
         "base": AdapterOffPolicy(trained, "base"),
-        "sft": policy_from_adapter(Path(out) / "sft", "sft", cfg),
+        "sft": policy_from_adapter(Path(out) / "sft", "sft", cfg, share=trained),
         "trained": trained,
     }
     res = evaluate_policies(

@@ -40,7 +40,7 @@ from typing import Any, Literal
 
 import torch
 
-from rankgym.model import release_freed_memory
+from rankgym.model import bound_heap, release_freed_memory
 from rankgym.trainer.logprobs import CHUNK, masked_logprobs
 
 ScaleRewards = Literal["group", "batch", "none"]
@@ -290,6 +290,7 @@ def grpo_update(
     sums the gradients over ranks before clipping. Stats other than ``grad_norm`` are this rank's.
     """
     t0 = time.perf_counter()
+    bound_heap()  # else glibc keeps GBs of freed activations resident (rankgym.model)
     device = next(p for p in model.parameters()).device
     n_traj, n_tok = len(samples), float(sum(x.completion_tokens for x in samples))
     keep = [x for x in samples if x.rows and (x.advantage != 0.0 or s.loss.beta != 0.0)]

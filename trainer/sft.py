@@ -49,7 +49,7 @@ from tqdm import tqdm
 
 from rankgym.envs.policies import TransformersPolicy
 from rankgym.errors import UserError
-from rankgym.model import release_freed_memory
+from rankgym.model import bound_heap, release_freed_memory
 from rankgym.store import Store
 from rankgym.trainer.config import TrainConfig
 from rankgym.trainer.finite import check_update
@@ -279,6 +279,7 @@ def sft_train(
     bar = None
     if progress:
         bar = tqdm(total=steps, desc="sft", unit="step", leave=False)
+    bound_heap()  # else glibc keeps GBs of freed activations resident (rankgym.model)
     model.train()
     try:
         for step in range(steps):

@@ -18,6 +18,7 @@ from rankgym.envs.policies.kvreuse import Entry, weights_tag
 from rankgym.envs.policies.local import LocalTokensPolicy, Sampling, stop_token_ids
 from rankgym.envs.policies.render import assistant_turns
 from rankgym.model import (
+    bound_heap,
     cpu_bf16_native,
     decoder_and_head,
     release_freed_memory,
@@ -66,6 +67,7 @@ class TransformersPolicy(LocalTokensPolicy):
         import torch
 
         super().__init__(tokenizer, name, **sampling)
+        bound_heap()  # freed prefill buffers go back to the OS (rankgym.model.bound_heap)
         self.model = model
         self.max_batch_size = max_batch_size
         self.pad_id = tokenizer.pad_token_id
