@@ -37,11 +37,11 @@ ENVS = ("rankgym/ToolUse-v0", "rankgym/EmailSearch-v0", "rankgym/CodeTests-v0")
 SCRIPTED = "oracle,oracle~0.33,oracle~0.67,random"
 SFT_KWARGS = "difficulty=hard families=lookup,units,dates"
 JUDGE_TRAIN_FLAGS = [
-    "--rollout-env", "rankgym/ToolUse-v0", "--rollout-tasks", "40", "--rollout-group-size", "4", "--rollout-max-turns", "4",
-    "--base", "local/smollm2", "--max-train-pairs", "240", "--max-heldout-pairs", "90",
+    "--rollout-env", "rankgym/ToolUse-v0", "--rollout-tasks", "8", "--rollout-group-size", "4", "--rollout-max-turns", "3",
+    "--base", "local/smollm2", "--max-train-pairs", "200", "--max-heldout-pairs", "50",
     "--samples", "4", "--reason-tokens", "0", "--epochs", "2", "--batch-size", "8",
     "--lr", "1e-3", "--lora-r", "8", "--lora-layers", "10", "--max-line-chars", "120",
-    "--max-context-tokens", "1024", "--max-train-seconds", "1800", "--compare-with", "",
+    "--max-context-tokens", "1024", "--max-train-seconds", "1500", "--compare-with", "",
     "--save-dtype", "bfloat16", "--seed", "0",
 ]  # fmt: skip
 NEW_ENV = "wordcount"
@@ -111,39 +111,76 @@ def train(work: Path, stores: list[Path], sft: Path, log: list[list[str]]) -> di
 NEW_ENV_CHECK = """
 import sys
 sys.path.insert(0, {pkg!r})
-import {name}
-{name}.register_envs()
+from {name}.env import register_envs
+register_envs()
 from rankgym.cli import main
 sys.exit(main({argv!r}))
 """
 
 
+MORE_WORDS = ["lemon", "mango", "nectarine", "orange", "papaya", "quince", "raspberry",
+              "strawberry", "tangerine", "watermelon", "apricot", "blueberry", "coconut",
+              "durian", "guava", "lime"]  # fmt: skip
+
+
+def grow_scaffold(env_py: Path) -> None:
+    """What a user does first with the scaffold (its README: edit ``tasks()``): more tasks. Its
+    8 words (6 train, 2 test) become 24, the last 8 of them the test split."""
+    text = env_py.read_text()
+    old_words = (
+        'WORDS = ["apple", "banana", "cherry", "dragonfruit", "elderberry", "fig", "grape", "kiwi"]'
+    )
+    old_split = 'words = WORDS[:6] if split == "train" else WORDS[6:]'
+    if old_words not in text or old_split not in text:
+        raise SystemExit(f"{env_py}: the scaffold changed; update grow_scaffold()")
+    words = ["apple", "banana", "cherry", "dragonfruit", "elderberry", "fig", *MORE_WORDS, "grape", "kiwi"]  # fmt: skip
+    text = text.replace(old_words, f"WORDS = {words!r}")
+    text = text.replace(old_split, 'words = WORDS[:-8] if split == "train" else WORDS[-8:]')
+    env_py.write_text(text)
+
+
 def check(work: Path, judge: str, log: list[list[str]]) -> dict[str, Any]:
-    results: dict[str, Any] = {}
-    for env in ENVS:
-        path = work / f"check-{short(env)}.json"
-        text = rankgym(["judge-check", "--env", env, "--judge", judge, "--split", "test",
-                        "--groups", "8", "--store", str(work / "check.db"), "--json"],
-                       log, capture=True, run=not path.is_file())  # fmt: skip
+    """``judge-check --split test`` on each env and the scaffold, the five in parallel (one
+    store each); a finished check's JSON is reused."""
+    pkg = work / "newenv" / NEW_ENV
+    if not pkg.is_dir():
+        rankgym(["new-env", NEW_ENV, "--dir", str(work / "newenv")], log)
+        grow_scaffold(pkg / NEW_ENV / "env.py")
+    log.append([f"(the scaffold's word list grown to {len(MORE_WORDS) + 8} words, 8 in test)"])
+    names = {env: short(env) for env in ENVS}
+    names[f"{NEW_ENV}/{NEW_ENV.capitalize()}-v0"] = NEW_ENV
+    running = {}
+    for env, name in names.items():
+        path = work / f"check-{name}.json"
+        argv = ["judge-check", "--env", env, "--judge", judge, "--split", "test", "--groups", "8",
+                "--store", str(work / f"check-{name}.db"), "--json"]  # fmt: skip
+        if name == NEW_ENV:  # not installed: registered in the checking process
+            log.append(["rankgym", *argv, f"(the {NEW_ENV} scaffold registered in-process)"])
+            cmd = [
+                sys.executable,
+                "-c",
+                NEW_ENV_CHECK.format(pkg=str(pkg), name=NEW_ENV, argv=argv),
+            ]
+        else:
+            log.append(["rankgym", *argv])
+            cmd = [sys.executable, "-m", "rankgym", *argv]
         if not path.is_file():
-            path.write_text(text)
-        results[env] = json.loads(path.read_text())
-    path = work / f"check-{NEW_ENV}.json"
-    if not path.is_file():
-        pkg = work / "newenv" / NEW_ENV
-        if not pkg.is_dir():
-            rankgym(["new-env", NEW_ENV, "--dir", str(work / "newenv")], log)
-        env_id = f"{NEW_ENV}/{NEW_ENV.capitalize()}-v0"
-        argv = ["judge-check", "--env", env_id, "--judge", judge, "--split", "test",
-                "--groups", "8", "--store", str(work / "check.db"), "--json"]  # fmt: skip
-        log.append(["rankgym", *argv, f"(scaffold {NEW_ENV} registered in-process)"])
-        print("+ rankgym " + " ".join(argv), flush=True)
-        code = NEW_ENV_CHECK.format(pkg=str(pkg), name=NEW_ENV, argv=argv)
-        out = subprocess.run([sys.executable, "-c", code], check=True, text=True,
-                             stdout=subprocess.PIPE)  # fmt: skip
-        path.write_text(out.stdout)
-    results[f"{NEW_ENV} (rankgym new-env scaffold)"] = json.loads(path.read_text())
+            print("+ rankgym " + " ".join(argv), flush=True)
+            running[path] = subprocess.Popen(cmd, stdout=path.with_suffix(".tmp").open("w"))
+    for path, proc in running.items():
+        if proc.wait() != 0:
+            raise SystemExit(f"{path.stem} failed (exit {proc.returncode})")
+        path.with_suffix(".tmp").replace(path)
+    results = {env: last_json(work / f"check-{name}.json") for env, name in names.items()}
+    results[f"{NEW_ENV} (rankgym new-env scaffold)"] = results.pop(
+        f"{NEW_ENV}/{NEW_ENV.capitalize()}-v0"
+    )
     return results
+
+
+def last_json(path: Path) -> dict[str, Any]:
+    """The JSON object on the last line of a ``--json`` command's output."""
+    return json.loads(path.read_text().strip().splitlines()[-1])
 
 
 def headline(rep: dict[str, Any]) -> dict[str, Any]:
