@@ -139,3 +139,21 @@ def test_judge_train_rolls_an_adapter_out_on_the_judge_split_from_the_command_li
         assert all(in_judge_split(s.get_group(g).task_id) for g in s.group_ids())
     assert main([*argv[:-2], "--sources", "crowd", "--json", "-q"]) == 2  # a one-line UserError
     assert "--sources 'crowd'" in capsys.readouterr().err
+
+
+def test_an_online_refresh_retrains_the_judge_on_the_runs_groups_and_switches_to_it(run):
+    from types import SimpleNamespace
+
+    from rankgym.trainer.judge_stage import maybe_refresh
+
+    t, root = run
+    jt = t.cfg.judge_train.model_copy(update={"refresh_every": 1})
+    cfg = t.cfg.model_copy(update={"judge_train": jt})
+    fake = SimpleNamespace(cfg=cfg, spec=t.spec, dist=t.dist, run_id=t.run_id, out=t.out,
+                           echo=lambda _m: None, judge_train=dict(t.judge_train))  # fmt: skip
+    maybe_refresh(fake, 0)
+    adapter = root / "run" / "judge_train" / "refresh-1" / "adapter"
+    assert fake.judge_train["refresh"]["judge"] == f"local/smollm2@{adapter}"
+    assert fake.spec.model == f"local/smollm2@{adapter}" != t.spec.model
+    stores = json.loads((adapter / "judge_train.json").read_text())["stores"]
+    assert stores[0] == t.cfg.store_path  # the run's own groups come first
