@@ -186,14 +186,17 @@ def _lora_model(dtype: str, ckpt: bool) -> tuple[Any, Any]:
     return model, tok
 
 
-def run_rankgym(samples: list[Any], tok: Any, model: Any, micro: int, old: bool) -> Any:
+def run_rankgym(
+    samples: list[Any], tok: Any, model: Any, micro: int, old: bool, heap: bool = True
+) -> Any:
     import torch
 
     from rankgym.trainer import grpo
     from rankgym.trainer.grpo import LossSettings, UpdateSettings, grpo_update
 
-    if old:  # the update as of 50999ae: full logits, glibc's default heap behaviour
+    if old:  # the update as of 50999ae: full logits
         grpo.token_logprobs = old_token_logprobs
+    if not heap:  # glibc's default heap behaviour (as before issue 23)
         grpo.bound_heap = grpo.release_freed_memory = lambda *a, **k: False
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-5)
     s = UpdateSettings(loss=LossSettings(loss_type="dapo"), micro_batch_size=micro, bf16=True)
@@ -268,6 +271,7 @@ def run_trl(samples: list[Any], dtype: str, micro: int) -> tuple[Any, Any, Any]:
     trainer = GRPOTrainer(model=model, reward_funcs=lambda completions, **kw: [0.0] * len(completions),
                           args=cfg, train_dataset=ds, processing_class=tok, peft_config=lora)  # fmt: skip
     m = trainer.model
+    trainer.current_gradient_accumulation_steps = 1  # set by Trainer.train(), which we bypass
     if not getattr(m, "is_gradient_checkpointing", False):  # the Trainer turns it on in train()
         m.gradient_checkpointing_enable(gradient_checkpointing_kwargs=cfg.gradient_checkpointing_kwargs)  # fmt: skip
     with torch.no_grad():
@@ -308,6 +312,7 @@ def child(case: str, reps: int, threads: int) -> dict[str, Any]:
     side, batch, micro_s, *rest = case.split(":")
     dtype = rest[0] if rest else "float32"
     ckpt = (rest[1] != "0") if len(rest) > 1 else side == "rankgym"
+    heap = (rest[2] != "0") if len(rest) > 2 else side != "rankgym-old"
     micro = int(micro_s)
     torch.set_num_threads(threads)
     from transformers import AutoTokenizer
@@ -322,7 +327,7 @@ def child(case: str, reps: int, threads: int) -> dict[str, Any]:
         step, tok, info = run_trl(samples, dtype, micro)
     else:
         model, tok = _lora_model(dtype, ckpt)
-        step = run_rankgym(samples, tok, model, micro, side == "rankgym-old")
+        step = run_rankgym(samples, tok, model, micro, side == "rankgym-old", heap)
     release_freed_memory()
     before = _status("VmRSS")
     _reset_peak()
@@ -340,6 +345,7 @@ def child(case: str, reps: int, threads: int) -> dict[str, Any]:
         "micro": micro,
         "dtype": dtype,
         "checkpointing": ckpt if side != "trl" else info.get("trl_gradient_checkpointing"),
+        "bound_heap": heap if side != "trl" else False,
         "trajectories": len(samples),
         "rows": sum(len(s.rows) for s in samples),
         "tokens": tokens,
@@ -421,9 +427,10 @@ def main() -> None:
     ap.add_argument(
         "--case",
         action="append",
-        help="SIDE:BATCH:MICRO[:DTYPE[:CKPT]] with SIDE rankgym|rankgym-old|trl, BATCH demo|issue, "
-        "DTYPE float32|bfloat16 (base weights), CKPT 0|1 (rankgym sides; default: rankgym 1, "
-        "rankgym-old 0); repeatable (default: the table in bench/RESULTS.md)",
+        help="SIDE:BATCH:MICRO[:DTYPE[:CKPT[:HEAP]]] with SIDE rankgym|rankgym-old|trl, BATCH "
+        "demo|issue|demo-file, DTYPE float32|bfloat16 (base weights), CKPT 0|1 (rankgym sides; "
+        "default: rankgym 1, rankgym-old 0), HEAP 0|1 (bound_heap + malloc_trim; default: "
+        "rankgym 1, rankgym-old 0); repeatable (default: the table in bench/RESULTS.md)",
     )
     ap.add_argument("--reps", type=int, default=2, help="updates per case (timed: the last)")
     ap.add_argument("--threads", type=int, default=2)
