@@ -389,6 +389,21 @@ def using_adapter(model: Any, name: str | None) -> Iterator[Any]:
                 m.set_adapter(active)
 
 
+def adapters_disabled(model: Any) -> bool:
+    """Whether ``model``'s peft layers are switched off right now (e.g. inside
+    ``PeftModel.disable_adapter()``); False for a model without peft layers."""
+    import sys
+
+    if "peft" not in sys.modules:
+        return False
+    from peft.tuners.tuners_utils import BaseTunerLayer
+
+    for m in model.modules():
+        if isinstance(m, BaseTunerLayer):
+            return bool(m.disable_adapters)
+    return False
+
+
 def shared_policy_model(spec: str, dtype: str, device: str) -> tuple[Any, Any, str]:
     """:func:`load_policy_model`, cached per process for ``(spec, dtype, device)``: every caller
     gets the same base model (e.g. the judge beside the trainer). Combine with

@@ -18,6 +18,7 @@ from rankgym.envs.policies.kvreuse import Entry, weights_tag
 from rankgym.envs.policies.local import LocalTokensPolicy, Sampling, stop_token_ids
 from rankgym.envs.policies.render import assistant_turns
 from rankgym.model import (
+    adapters_disabled,
     bound_heap,
     cpu_bf16_native,
     decoder_and_head,
@@ -175,7 +176,9 @@ class TransformersPolicy(LocalTokensPolicy):
         model.eval()
         try:
             with (
-                using_adapter(model, self.adapter) if self.adapter else nullcontext(),
+                using_adapter(model, self.adapter)
+                if self.adapter and not adapters_disabled(model)  # off (reference) stays off
+                else nullcontext(),
                 torch.inference_mode(),
                 torch.autocast(device.type, dtype=torch.bfloat16, enabled=self._use_autocast(n)),
             ):

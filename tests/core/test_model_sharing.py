@@ -73,3 +73,20 @@ def test_a_policy_with_a_named_adapter_samples_what_a_separate_model_samples(tmp
         want = alone.generate(msgs, [[], []])
         assert [g.completion_token_ids for g in shared] == [g.completion_token_ids for g in want]
     assert model.active_adapter == "a"
+
+
+def test_a_named_adapter_policy_inside_disable_adapter_samples_the_base_model(tmp_path):
+    from rankgym.trainer.evaluate import AdapterOffPolicy
+
+    a = _save_adapter(tmp_path / "a", 1)
+    base, tok = tiny_model()
+    model = load_named_adapter(base, a, "a")
+    msgs = [[{"role": "user", "content": "What is 2 + 3?"}]] * 2
+    kw = {"max_new_tokens": 8, "temperature": 0.0, "seed": 0}
+    policy = TransformersPolicy(model, tok, adapter="a", **kw)
+    off = AdapterOffPolicy(policy, "base").generate(msgs, [[], []])
+    plain, _ = tiny_model()
+    want = TransformersPolicy(plain, tok, **kw).generate(msgs, [[], []])
+    assert [g.completion_token_ids for g in off] == [g.completion_token_ids for g in want]
+    on = policy.generate(msgs, [[], []])
+    assert [g.completion_token_ids for g in on] != [g.completion_token_ids for g in off]
