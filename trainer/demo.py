@@ -69,7 +69,7 @@ def demo_config(
         "judge": {"model": "local/smollm2"},
         "reward": {"kind": reward, "verifiable_weight": 0.8, "scale_rewards": "batch"},
         "loss": {"type": "dapo"},
-        "optim": {"lr": 1e-4, "micro_batch_size": 6},  # checkpointed: 1.2 GB rise (bench/memory.py)
+        "optim": {"lr": 1e-4, "micro_batch_size": 2},  # checkpointed: ~0.8 GB rise (bench/memory.py)
         "sft": {
             "source": "oracle",
             "env_kwargs": SFT_ENV_KWARGS,
