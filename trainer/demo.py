@@ -7,7 +7,7 @@
 2. **GRPO** from that adapter on the same hard tasks (train split), whose answers the model
    cannot know or guess without its tools: each step one task per family (``stratify``), 6
    episodes each at the evaluation's temperature, judged by the embedded judge
-   (``local/smollm2``) and rewarded ``judge+verifiable`` by default (verifier weight 0.8).
+   (``local/smollm2-yesno``, ``--judge`` to change it) and rewarded ``judge+verifiable`` by default (verifier weight 0.8).
 3. **Held-out evaluation** on the test split of those hard tasks: base model, SFT-only adapter
    and SFT+GRPO adapter on the same seeded episodes, success rates with Wilson intervals,
    paired bootstrap differences, and how the trained policy used its tools.
@@ -47,8 +47,19 @@ DEFAULT_STEPS = 4
 DEFAULT_SFT_STEPS = 16
 
 
+DEFAULT_JUDGE = "local/smollm2-yesno"
+"""The demo's judge: the yes/no reader the recorded recipe was measured with. The shipped judge
+(``local/smollm2``) passes judge-check on calibration groups but orders this policy's own groups
+worse than a coin (bench/RESULTS.md, issue 22), so it is an option here, not the default."""
+
+
 def demo_config(
-    out_dir: str, steps: int, reward: str, seed: int, sft_steps: int = DEFAULT_SFT_STEPS
+    out_dir: str,
+    steps: int,
+    reward: str,
+    seed: int,
+    sft_steps: int = DEFAULT_SFT_STEPS,
+    judge: str = DEFAULT_JUDGE,
 ) -> dict[str, Any]:
     """The demo's training config: SFT warm start, then GRPO on hard multi-step ToolUse tasks."""
     return {
@@ -66,10 +77,13 @@ def demo_config(
         },
         "policy": {"model": "embedded", "max_new_tokens": 64, "temperature": 0.7},
         "lora": {"r": 16, "alpha": 32},
-        "judge": {"model": "local/smollm2"},
+        "judge": {"model": judge},
         "reward": {"kind": reward, "verifiable_weight": 0.8, "scale_rewards": "batch"},
         "loss": {"type": "dapo"},
-        "optim": {"lr": 1e-4, "micro_batch_size": 2},  # checkpointed: ~0.8 GB rise (bench/memory.py)
+        "optim": {
+            "lr": 1e-4,
+            "micro_batch_size": 2,
+        },  # checkpointed: ~0.8 GB rise (bench/memory.py)
         "sft": {
             "source": "oracle",
             "env_kwargs": SFT_ENV_KWARGS,
@@ -96,6 +110,19 @@ def _demo_arguments(p: argparse.ArgumentParser) -> None:
         choices=["judge", "verifiable", "judge+verifiable"],
         help="GRPO reward (default: judge+verifiable; the embedded judge alone is noisy, see "
         "docs/training.md)",
+    )
+    p.add_argument(
+        "--judge",
+        default=DEFAULT_JUDGE,
+        metavar="MODEL",
+        help=f"judge model (default: {DEFAULT_JUDGE}; local/smollm2 is the shipped trained judge, "
+        "or any LiteLLM model string)",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="train a step whose groups carry no verifier signal although the judge failed its "
+        "check (warned on every such step); without it such a step stops the demo",
     )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--eval-tasks", type=bounded(MAX_EPISODES), default=18, metavar="N", help="held-out hard tasks (default: all 18)")  # fmt: skip
@@ -239,7 +266,7 @@ def _demo_run(args: argparse.Namespace) -> dict[str, Any]:
     from rankgym.trainer.loop import Trainer
 
     out = args.out or f"runs/demo-{time.strftime('%Y%m%d-%H%M%S')}"
-    raw = demo_config(out, args.steps, args.reward, args.seed, args.sft_steps)
+    raw = demo_config(out, args.steps, args.reward, args.seed, args.sft_steps, args.judge)
     raw["eval"].update(tasks=args.eval_tasks, samples=args.eval_samples)
     cfg = validate_config(raw, TrainConfig, "demo")
     echo = _echo(args)
@@ -248,9 +275,9 @@ def _demo_run(args: argparse.Namespace) -> dict[str, Any]:
     echo(
         f"rankgym demo: SFT warm start ({args.sft_steps} steps on oracle episodes), then "
         f"{args.steps} GRPO steps of SmolLM2-135M (LoRA) on hard multi-step ToolUse tasks "
-        f"({', '.join(DEMO_FAMILIES)}), judged by local/smollm2; GRPO reward: {args.reward}"
+        f"({', '.join(DEMO_FAMILIES)}), judged by {args.judge}; GRPO reward: {args.reward}"
     )
-    trainer = Trainer(cfg, progress=not args.quiet, echo=echo, adapt_threads=True)
+    trainer = Trainer(cfg, progress=not args.quiet, echo=echo, adapt_threads=True, force=args.force)
     summary = trainer.run()
     if summary["adapter"] is None:
         raise UserError("demo: training wrote no adapter")

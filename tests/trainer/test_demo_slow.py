@@ -28,6 +28,7 @@ def test_demo_one_step_json(tmp_path: Path, capsys):
             str(out),
             "--json",
             "-q",
+            "--force",  # 2 SFT steps leave groups with no verifier signal; the yes/no judge fails its check
         ]  # fmt: skip
     )
     assert rc == 0
@@ -39,6 +40,7 @@ def test_demo_one_step_json(tmp_path: Path, capsys):
     ):  # fmt: skip
         assert key in s, key
     assert s["steps"] == 1 and s["sft_steps"] == 2 and s["reward"] == "judge+verifiable"
+    assert s["judge"] == "local/smollm2-yesno"  # the recipe's judge (the shipped one: --judge)
     assert s["n"] == 2 and 0 <= s["tool_call_rate"] <= 1 and s["mean_turns"] >= 1
     assert Path(s["store"]).is_file() and (Path(s["adapter"]) / "adapter_config.json").is_file()
     assert (Path(s["sft_adapter"]) / "adapter_config.json").is_file()
