@@ -68,7 +68,7 @@ $(VF_VENV)/.installed: $(VENV)/.installed
 	    prime-pydantic-config==0.4.3 prime-runs==0.1.4 prime-sandboxes==0.5.1 prime-traces==0.0.10 \
 	    prime-tunnel==0.1.15 protobuf-py==0.1.1 protobuf-py-ext==0.1.1 pyqwest==0.12.0 pyzmq==27.3.0 \
 	    renderers==0.1.12 sse-starlette==3.7.0 tenacity==9.2.1 tomli==2.5.0 tomli_w==1.2.0 \
-	    cryptography==50.0.2 cffi==2.1.1 pycparser==3.12 distro==1.9.0
+	    cryptography==50.0.2 cffi==2.1.1 pycparser==3.12 distro==1.9.0 antlr4-python3-runtime==4.13.2
 	touch $@
 vf-venv: $(VF_VENV)/.installed
 
