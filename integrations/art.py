@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rankgym.credentials import find_credentials
 from rankgym.errors import UserError
 from rankgym.integrations.groups import JudgeRunner, make_group, resolve_spec, to_messages
 from rankgym.integrations.trl_env import require
@@ -88,10 +89,12 @@ def group_from_art(
 def _spec(judge_model: str | JudgeSpec, extra: dict[str, object] | None, rubric: str | None) -> JudgeSpec:  # fmt: skip
     if isinstance(judge_model, JudgeSpec):
         return judge_model
-    if extra and "api_key" in extra:
+    found = find_credentials(extra) if extra else []
+    if found:
         raise UserError(
-            "extra_litellm_params: api_key would be stored with the judge spec; set the "
-            "provider's environment variable (e.g. OPENAI_API_KEY) instead"
+            f"extra_litellm_params: {', '.join(found)} holds a credential, which would be stored "
+            "with the judge spec; set the provider's environment variable (e.g. OPENAI_API_KEY) "
+            "instead"
         )
     spec = resolve_spec(judge_model)
     changes: dict[str, Any] = {}

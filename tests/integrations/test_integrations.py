@@ -448,3 +448,15 @@ def test_a_verifiers_evaluation_of_a_rankgym_env_through_vllm_scores_with_the_en
         groups = [s.get_group(i) for i in s.group_ids("verifiers")]
     assert sorted(len(g.trajectories) for g in groups) == [2, 2]
     assert all(g.judgement.status == "ok" and g.env_id == "rankgym/ToolUse-v0" for g in groups)
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [{"api_key": "sk-x"}, {"api_base": "https://u:sk-x@host/v1"}, {"aws_secret_access_key": "x"}],
+)
+def test_the_art_drop_in_refuses_credentials_in_its_litellm_params(extra) -> None:
+    from rankgym.errors import UserError
+    from rankgym.integrations.art import _spec
+
+    with pytest.raises(UserError, match="holds a credential"):
+        _spec("local/smollm2-yesno", extra, None)
