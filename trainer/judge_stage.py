@@ -229,7 +229,13 @@ def maybe_refresh(trainer: Any, step: int) -> None:
     cfg = trainer.cfg
     if not refresh_due(cfg, step) or trainer.spec is None or not trainer.dist.main:
         return
-    res = refresh_judge(cfg, cfg.store_path, trainer.run_id, step, trainer.out, echo=trainer.echo)
+    from rankgym.errors import UserError
+
+    try:
+        res = refresh_judge(cfg, cfg.store_path, trainer.run_id, step, trainer.out, echo=trainer.echo)  # fmt: skip
+    except UserError as e:  # e.g. too few new pairs: a failed refresh must not end the GRPO run
+        trainer.echo(f"warning: judge_train refresh after step {step + 1} failed ({e}); GRPO keeps its current judge")  # fmt: skip
+        return
     trainer.judge_train = {**(getattr(trainer, "judge_train", None) or {}), "refresh": res}
     if cfg.judge_train and cfg.judge_train.use:
         _use_judge(trainer, res["judge"])

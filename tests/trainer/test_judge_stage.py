@@ -157,3 +157,27 @@ def test_an_online_refresh_retrains_the_judge_on_the_runs_groups_and_switches_to
     assert fake.spec.model == f"local/smollm2@{adapter}" != t.spec.model
     stores = json.loads((adapter / "judge_train.json").read_text())["stores"]
     assert stores[0] == t.cfg.store_path  # the run's own groups come first
+
+
+def test_a_failed_online_refresh_keeps_the_current_judge_and_says_so(monkeypatch):
+    from types import SimpleNamespace
+
+    from rankgym.errors import UserError
+    from rankgym.trainer import judge_stage
+
+    def fail(*_a, **_k):
+        raise UserError("judge-train: 0 training pairs")
+
+    monkeypatch.setattr(judge_stage, "refresh_judge", fail)
+    said: list[str] = []
+    cfg = SimpleNamespace(judge_train=SimpleNamespace(refresh_every=1, use=True), store_path="s.db")
+    spec = SimpleNamespace(model="local/smollm2@old")
+    fake = SimpleNamespace(cfg=cfg, spec=spec, dist=SimpleNamespace(main=True), run_id="r",
+                           out=Path("o"), echo=said.append, judge_train=None)  # fmt: skip
+    judge_stage.maybe_refresh(fake, 0)
+    assert fake.spec is spec and fake.judge_train is None
+    assert (
+        len(said) == 1
+        and "refresh after step 1 failed" in said[0]
+        and "0 training pairs" in said[0]
+    )
