@@ -125,6 +125,7 @@ def run_judge_train_stage(
     rollout = [
         rollout_judge_split(policy, env, store, tasks=jt.tasks, group_size=jt.group_size,
                             seed=cfg.seed, max_turns=jt.max_turns or cfg.env.max_turns,
+                            env_kwargs=cfg.env.kwargs if env == cfg.env.id else None,
                             progress=progress)
         for env in envs
     ]  # fmt: skip
