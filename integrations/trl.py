@@ -214,10 +214,17 @@ class GroupJudgeReward:
                          "verifiable": vr, "hacks": hacks, "env_id": env_id or self.env_id, "tools": tools,
                          "task_id": str(tid) if tid is not None else env_task})  # fmt: skip
         everything, offset = _gather(rows)
-        rewards: list[float | None] | None = None
+        result: tuple[str, Any] = ("ok", None)
         if _dist()[0] == 0:
-            rewards = self._score(everything, step)
-        rewards = _broadcast(rewards)
+            try:
+                result = ("ok", self._score(everything, step))
+            except Exception as e:  # every rank must learn of it, or the others wait forever
+                if _dist()[1] == 1:
+                    raise
+                result = ("error", f"{type(e).__name__}: {e}")
+        kind, rewards = _broadcast(result)
+        if kind == "error":
+            raise RuntimeError(f"GroupJudgeReward on rank 0 failed: {rewards}")
         assert rewards is not None
         self.calls += 1
         log_metric = kwargs.get("log_metric")

@@ -460,3 +460,28 @@ def test_the_art_drop_in_refuses_credentials_in_its_litellm_params(extra) -> Non
 
     with pytest.raises(UserError, match="holds a credential"):
         _spec("local/smollm2-yesno", extra, None)
+
+
+def test_a_judge_failure_on_rank_0_reaches_every_rank_instead_of_hanging(monkeypatch) -> None:
+    """Under accelerate the other ranks wait in the broadcast: rank 0 must send them the error."""
+    from rankgym.integrations import trl as rt
+
+    sent: list[object] = []
+
+    def broadcast(value):
+        sent.append(value)
+        return value
+
+    monkeypatch.setattr(rt, "_dist", lambda: (0, 2))
+    monkeypatch.setattr(rt, "_gather", lambda rows: (rows, 0))
+    monkeypatch.setattr(rt, "_broadcast", broadcast)
+    reward = object.__new__(rt.GroupJudgeReward)
+    reward.env_id = "rankgym/ToolUse-v0"
+
+    def boom(rows, step):
+        raise ValueError("expected groups of num_generations=4")
+
+    reward._score = boom
+    with pytest.raises(RuntimeError, match="rank 0 failed: ValueError: expected groups"):
+        reward(["q"], ["a"])
+    assert sent and sent[0][0] == "error"
