@@ -44,11 +44,14 @@ vf = require(
 __all__ = ["RankgymTaskset"]
 
 
-def verify_reply(env_id: str, env_kwargs: dict[str, Any], task_id: str, reply: str) -> float | None:
-    """The env's verifiable reward for ``reply`` as the final answer to task ``task_id``."""
+def verify_reply(
+    env_id: str, env_kwargs: dict[str, Any], task_id: str, reply: str, split: str = "train"
+) -> float | None:
+    """The env's verifiable reward for ``reply`` as the final answer to task ``task_id`` of
+    ``split`` (an env with strict splits refuses a task id of another split)."""
     from rankgym.envs.registry import make
 
-    env = make(env_id, **env_kwargs)
+    env = make(env_id, split=split, **env_kwargs)
     env.reset(options={"task_id": task_id})
     return env.step({"role": "assistant", "content": reply})[4].get("verifiable_reward")
 
@@ -59,6 +62,7 @@ class RankgymData(vf.TaskData):
     env_id: str
     task_id: str
     env_kwargs: dict[str, Any] = {}
+    split: str = "train"
 
 
 class RankgymTask(vf.Task[RankgymData]):
@@ -70,7 +74,8 @@ class RankgymTask(vf.Task[RankgymData]):
 
     @vf.reward(weight=1.0)
     async def verifier(self, trace: vf.Trace) -> float:
-        vr = verify_reply(self.data.env_id, self.data.env_kwargs, self.data.task_id, trace.last_reply)  # fmt: skip
+        d = self.data
+        vr = verify_reply(d.env_id, d.env_kwargs, d.task_id, trace.last_reply, split=d.split)
         return 0.0 if vr is None else float(vr)
 
     @property
@@ -110,6 +115,7 @@ class RankgymTaskset(vf.Taskset[RankgymTask, RankgymTasksetConfig]):
                     env_id=c.env,
                     task_id=t.id,
                     env_kwargs=dict(c.env_kwargs),
+                    split=c.split,
                 ),
                 c.task,
             )  # fmt: skip

@@ -485,3 +485,12 @@ def test_a_judge_failure_on_rank_0_reaches_every_rank_instead_of_hanging(monkeyp
     with pytest.raises(RuntimeError, match="rank 0 failed: ValueError: expected groups"):
         reward(["q"], ["a"])
     assert sent and sent[0][0] == "error"
+
+
+def test_the_verifiers_reward_scores_a_test_split_task_of_a_strict_split_env() -> None:
+    need("verifiers", VERIFIERS)
+    from rankgym.envs.registry import make
+    from rankgym.integrations.verifiers import verify_reply
+
+    task = make("rankgym/EmailSearch-v0", split="test").tasks("test")[0]
+    assert verify_reply("rankgym/EmailSearch-v0", {}, task.id, "no idea", split="test") == 0.0
