@@ -52,7 +52,7 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
         "JUDGE_CHECK",
         "measure whether a judge tells good from bad",
     ),
-    "judge-train": ("rankgym.judges.judge_train_command", "JUDGE_TRAIN", "train a judge LoRA"),
+    "judge-train": ("rankgym.trainer.judge_train_command", "JUDGE_TRAIN", "train a judge LoRA"),
     "train": ("rankgym.trainer.commands", "TRAIN", "GRPO training from a TOML config"),
     "eval": ("rankgym.trainer.commands", "EVAL", "held-out success of base vs adapter"),
     "sft": ("rankgym.trainer.commands", "SFT", "supervised warm start on demonstrations"),

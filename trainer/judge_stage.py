@@ -38,7 +38,7 @@ STAGE_FILE = "stage.json"
 
 def _judge_train_args(out: Path, **overrides: Any) -> argparse.Namespace:
     """``rankgym judge-train``'s arguments with their defaults, then ``overrides``."""
-    from rankgym.judges.judge_train_command import _args
+    from rankgym.trainer.judge_train_command import _args
 
     p = argparse.ArgumentParser()
     _args(p)
@@ -103,8 +103,8 @@ def run_judge_train_stage(
     also written to ``stage.json``. With ``reuse`` a finished stage there is returned as is.
     """
     from rankgym.errors import UserError
-    from rankgym.judges.judge_train_command import _run, time_cap_line
     from rankgym.trainer.judge_rollout import adapter_policy, rollout_judge_split
+    from rankgym.trainer.judge_train_command import _run, time_cap_line
 
     jt = cfg.judge_train
     if jt is None:
@@ -171,7 +171,7 @@ def refresh_judge(
     """Retrain the judge on the run's groups so far (verifier rewards, rankings) plus the
     judge-split rollout, into ``out_dir/judge_train/refresh-<step>``; returns
     ``{"judge", "check", "summary"}`` like :func:`run_judge_train_stage`."""
-    from rankgym.judges.judge_train_command import _run
+    from rankgym.trainer.judge_train_command import _run
 
     jt = cfg.judge_train
     if jt is None:

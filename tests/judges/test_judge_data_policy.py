@@ -96,8 +96,8 @@ def test_an_unknown_label_source_is_refused(tmp_path: Path):
 
 
 def test_human_pairs_get_their_weight_in_the_training_examples():
-    from rankgym.judges.judge_train_command import _examples
     from rankgym.trainer.judge_train import JudgeTrainConfig
+    from rankgym.trainer.judge_train_command import _examples
 
     class Tok:  # enough of a tokenizer for _examples: one id per character, " A"/" B" single
         def __call__(self, text, add_special_tokens=False):

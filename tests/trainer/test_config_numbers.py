@@ -211,7 +211,7 @@ def test_a_nan_margin_stops_judge_training_before_a_checkpoint(tmp_path: Path):
 def test_a_new_numeric_judge_train_flag_without_a_stated_range_still_gets_one():
     import argparse
 
-    from rankgym.judges import judge_train_command as jtc
+    from rankgym.trainer import judge_train_command as jtc
 
     p = argparse.ArgumentParser()
     jtc.JUDGE_TRAIN.add_arguments(p)

@@ -33,12 +33,23 @@ from typing import Any
 
 from rankgym.cli import Command
 from rankgym.errors import UserError
+from rankgym.judges.judge_compare import (
+    compare,
+    format_comparison,
+    judge_pairs,
+    litellm_respond,
+    pair_group,
+)
+from rankgym.judges.judge_data import (
+    baselines,
+    build_dataset,
+    presentations,
+    read_jsonl,
+    write_jsonl,
+)
+from rankgym.judges.pair_judge import PAIR_FORMAT, choice_ids, decision_context, pair_messages
+from rankgym.judges.prompt import build_prompt, default_rubric
 from rankgym.store import Store
-
-from .judge_compare import compare, format_comparison, judge_pairs, litellm_respond, pair_group
-from .judge_data import baselines, build_dataset, presentations, read_jsonl, write_jsonl
-from .pair_judge import PAIR_FORMAT, choice_ids, decision_context, pair_messages
-from .prompt import build_prompt, default_rubric
 
 BASE_DEFAULT = "local/smollm2"
 
@@ -141,7 +152,7 @@ def _check(args: argparse.Namespace) -> None:
 
 
 def _sources(args: argparse.Namespace) -> tuple[str, ...]:
-    from .judge_data import SOURCES
+    from rankgym.judges.judge_data import SOURCES
 
     picked = tuple(s.strip() for s in args.sources.split(",") if s.strip())
     bad = [s for s in picked if s not in SOURCES]
@@ -157,7 +168,7 @@ def _rollout(args: argparse.Namespace, out: Path, progress: bool) -> dict[str, A
     """``--rollout-adapter``: the policy's groups on each env's judge split, into a store."""
     if not args.rollout_adapter:
         return None
-    from rankgym.trainer.judge_rollout import adapter_policy, rollout_judge_split
+    from .judge_rollout import adapter_policy, rollout_judge_split
 
     store = out / "data" / "rollout.db"
     store.parent.mkdir(parents=True, exist_ok=True)
@@ -225,7 +236,7 @@ def _dataset(args: argparse.Namespace, out: Path) -> tuple[list[Any], list[Any],
 def _examples(
     tok: Any, pairs: list[Any], cfg: Any, human_weight: float = 1.0
 ) -> tuple[list[Any], int]:
-    from rankgym.trainer.judge_train import Example
+    from .judge_train import Example
 
     def cfg_weight(source: str) -> float:
         return human_weight if source == "human" else 1.0
@@ -251,7 +262,7 @@ def _examples(
 
 def _sample(model: Any, tok: Any, examples: list[Any], cfg: Any, path: Path, fresh: bool) -> None:
     """Rejection sampling with resume: finished keys are read back from ``path``."""
-    from rankgym.trainer.judge_train import rejection_sample
+    from .judge_train import rejection_sample
 
     done: dict[str, dict[str, Any]] = {}
     if path.is_file() and not fresh:
@@ -296,7 +307,8 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
         )
     _check(args)
     from rankgym.model import load_causal_lm, load_embedded, set_torch_threads
-    from rankgym.trainer.judge_train import (
+
+    from .judge_train import (
         META_FILE,
         JudgeTrainConfig,
         add_lora,
@@ -389,7 +401,7 @@ def _compare(args: argparse.Namespace, heldout: list[Any], trained: str | None, 
     """Judge ``heldout`` with ``--compare-with`` and ``trained``; each judge's rows are cached
     in ``work/judged/`` by model string and adapter hash, so adding a judge later re-judges
     nothing else."""
-    from .local_provider import adapter_fingerprint
+    from rankgym.judges.local_provider import adapter_fingerprint
 
     judges = [m.strip() for m in args.compare_with.split(",") if m.strip()]
     judges += [trained] if trained else []
