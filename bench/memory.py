@@ -81,12 +81,12 @@ def _segments(tok: Any, task_seed: int) -> list[tuple[list[int], int]]:
     """(context ids, completion length) per turn of one real rendering of a hard ToolUse task."""
     from rankgym.envs.policies.render import assistant_turns, pick_tool_mode
     from rankgym.envs.registry import make
-    from rankgym.trainer.sft import play_oracle
+    from rankgym.trainer.sft import oracle_demonstrations
 
     env = make("rankgym/ToolUse-v0", difficulty="hard", families=["lookup", "units", "dates"])
     fam = ["lookup", "units", "dates"][task_seed % 3]
     task = [t for t in env.tasks("train") if t.family == fam][task_seed // 3]
-    conv, _ = play_oracle(env, task)
+    (conv,) = oracle_demonstrations(env, [task.id])
     mode = pick_tool_mode(tok, "auto")
     turns = assistant_turns(
         tok, conv.messages, conv.tools, tool_mode=mode, eos_ids={tok.eos_token_id}

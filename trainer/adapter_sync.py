@@ -38,11 +38,14 @@ import math
 import shutil
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rankgym.errors import RankgymError
+
+if TYPE_CHECKING:
+    from rankgym.trainer.context import TrainingContext
 
 log = logging.getLogger(__name__)
 
@@ -283,27 +286,24 @@ class AdapterSync:
         self.policy.close()
 
 
-def start_for(trainer: Any) -> AdapterSync:
-    """An :class:`AdapterSync` for a set-up ``loop.Trainer`` whose config has ``[vllm]``."""
-    cfg = trainer.cfg
-    model_dir = cfg.policy.model
-    if model_dir == "embedded":
-        from rankgym.model import embedded_model_dir
-
-        model_dir = str(embedded_model_dir())
+def start_for(
+    ctx: TrainingContext,
+    section: VLLMSection,
+    *,
+    run_id: str,
+    out_dir: Path,
+    lora_rank: int,
+    name: str,
+) -> AdapterSync:
+    """An :class:`AdapterSync` for a run's training context: the server serves ``ctx.model_dir``
+    and samples as ``ctx.sampling`` says; the policy is called ``name`` until the first publish."""
     return AdapterSync(
-        cfg.vllm,
-        run_id=trainer.run_id,
-        model=trainer.model,
-        tokenizer=trainer.tokenizer,
-        model_dir=model_dir,
-        out_dir=trainer.out,
-        lora_rank=cfg.lora.r,
-        policy_kwargs={
-            "name": trainer.policy_name(trainer.start_step),
-            "max_new_tokens": cfg.policy.max_new_tokens,
-            "temperature": cfg.policy.temperature,
-            "top_p": cfg.policy.top_p,
-            "seed": cfg.seed,
-        },
+        section,
+        run_id=run_id,
+        model=ctx.model,
+        tokenizer=ctx.tokenizer,
+        model_dir=ctx.model_dir,
+        out_dir=out_dir,
+        lora_rank=lora_rank,
+        policy_kwargs={"name": name, **ctx.sampling},
     )

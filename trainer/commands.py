@@ -14,7 +14,6 @@ from typing import Any
 
 from rankgym.cli import Command
 from rankgym.config import validate_config
-from rankgym.envs.policies import TransformersPolicy
 from rankgym.envs.rollout_command import (
     MAX_EPISODES,
     MAX_GROUP_SIZE,
@@ -23,15 +22,9 @@ from rankgym.envs.rollout_command import (
     parse_env_kwargs,
 )
 from rankgym.errors import UserError
-from rankgym.model import (
-    auto_dtype,
-    check_device,
-    embedded_model_dir,
-    load_causal_lm,
-    set_torch_threads,
-    use_bf16,
-)
+from rankgym.model import set_torch_threads
 from rankgym.trainer.config import TrainConfig, load_train_config
+from rankgym.trainer.context import TrainingContext
 from rankgym.trainer.evaluate import AdapterOffPolicy, evaluate_policies
 
 log = logging.getLogger(__name__)
@@ -117,7 +110,6 @@ def _sft_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _sft_run(args: argparse.Namespace) -> dict[str, Any]:
-    from rankgym.trainer.setup import build_lora_model
     from rankgym.trainer.sft import sft_stage
 
     raw = load_train_config(args.config).model_dump(mode="json") if args.config else {}
@@ -143,16 +135,8 @@ def _sft_run(args: argparse.Namespace) -> dict[str, Any]:
 
         jsonl_conversations(cfg.sft.path)
     set_torch_threads()
-    model, tok, _ = build_lora_model(cfg)
-    summary = sft_stage(
-        cfg,
-        model,
-        tok,
-        out,
-        bf16=use_bf16(cfg.optim.bf16, cfg.policy.device),
-        progress=not args.quiet,
-        echo=_echo(args),
-    )
+    ctx = TrainingContext.from_config(cfg)
+    summary = sft_stage(cfg, ctx, out, progress=not args.quiet, echo=_echo(args))
     summary["adapter"] = str(out.resolve())
     if not args.json:
         if summary.get("stopped_on_time_cap"):
@@ -186,34 +170,6 @@ def _eval_arguments(p: argparse.ArgumentParser) -> None:
 def _adapter_meta(adapter: Path) -> dict[str, Any]:
     meta = adapter / "meta.json"
     return json.loads(meta.read_text()) if meta.is_file() else {}
-
-
-def _load_adapter_model(adapter: Path, base: str | None, device: str = "cpu") -> tuple[Any, Any]:
-    from peft import PeftModel
-
-    try:
-        check_device(device)
-    except ValueError as e:
-        raise UserError(f"--device: {e}") from None
-
-    if not (adapter / "adapter_config.json").is_file():
-        raise UserError(
-            f"--adapter {str(adapter)!r} holds no adapter_config.json; pass a checkpoint dir "
-            "(OUT/checkpoints/step-N) or OUT/adapter from `rankgym train`"
-        )
-    if base is None:
-        cfg = json.loads((adapter / "adapter_config.json").read_text())
-        base = cfg.get("base_model_name_or_path")
-        if not base or not Path(base).is_dir():
-            log.warning("adapter base %r not found locally; using the embedded model", base)
-            base = str(embedded_model_dir())
-    if not Path(base).is_dir():
-        raise UserError(f"--base {base!r} is not a model directory")
-    dtype = auto_dtype(device)
-    model, tok = load_causal_lm(base, dtype, device=device)
-    model = PeftModel.from_pretrained(model, str(adapter))
-    model.eval()
-    return model, tok
 
 
 def flat_eval(res: dict[str, Any]) -> dict[str, Any]:
@@ -275,16 +231,13 @@ def _eval_run(args: argparse.Namespace) -> dict[str, Any]:
     if args.temperature < 0:
         raise UserError(f"--temperature must be >= 0, got {args.temperature}")
     set_torch_threads()
-    model, tok = _load_adapter_model(adapter, args.base, args.device)
+    ctx = TrainingContext.from_adapter(adapter, args.base, args.device)
     env = make_env_factory(env_id, env_kwargs)
-    trained = TransformersPolicy(
-        model,
-        tok,
-        name=f"adapter:{adapter.name}",
+    trained = ctx.policy(
+        f"adapter:{adapter.name}",
         max_new_tokens=args.max_new_tokens or int(meta.get("max_new_tokens") or 64),
         temperature=args.temperature,
         seed=args.seed,
-        autocast=use_bf16("auto", args.device),
     )
     policies = {"base": AdapterOffPolicy(trained, "base"), "trained": trained}
     try:

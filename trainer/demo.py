@@ -136,24 +136,16 @@ def policy_from_adapter(adapter: str | Path, name: str, cfg: Any, share: Any = N
     and the new policy switches to it while sampling: no second copy of the base weights
     (``rankgym.model.load_named_adapter``)."""
     from rankgym.envs.policies import TransformersPolicy
-    from rankgym.model import load_named_adapter, use_bf16
-    from rankgym.trainer.commands import _load_adapter_model
+    from rankgym.envs.policies.local import Sampling
+    from rankgym.model import load_named_adapter
+    from rankgym.trainer.context import TrainingContext
 
+    sampling = Sampling(max_new_tokens=cfg.policy.max_new_tokens, temperature=cfg.eval.temperature, seed=cfg.seed)  # fmt: skip
     if share is None:
-        model, tok = _load_adapter_model(Path(adapter), None)
-    else:
-        model, tok = load_named_adapter(share.model, adapter, name), share.tokenizer
-        share.adapter = share.adapter or model.active_adapter  # it no longer owns the model
-    return TransformersPolicy(
-        model,
-        tok,
-        name=name,
-        max_new_tokens=cfg.policy.max_new_tokens,
-        temperature=cfg.eval.temperature,
-        seed=cfg.seed,
-        autocast=use_bf16("auto", "cpu"),
-        adapter=None if share is None else name,
-    )
+        return TrainingContext.from_adapter(Path(adapter), **sampling).policy(name)
+    model = load_named_adapter(share.model, adapter, name)
+    share.adapter = share.adapter or model.active_adapter  # it no longer owns the model
+    return TransformersPolicy(model, share.tokenizer, name=name, autocast=share.autocast, adapter=name, **sampling)  # fmt: skip
 
 
 def demo_summary(res: dict[str, Any]) -> dict[str, Any]:

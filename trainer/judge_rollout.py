@@ -29,9 +29,7 @@ ROLLOUT_RUN = "judge-split"
 def adapter_policy(adapter: str | Path, name: str, *, max_new_tokens: int = 64,
                    temperature: float = 0.7, seed: int = 0) -> Any:  # fmt: skip
     """A sampling policy over the embedded base model plus the LoRA adapter in ``adapter``."""
-    from rankgym.envs.policies import TransformersPolicy
-    from rankgym.model import use_bf16
-    from rankgym.trainer.commands import _load_adapter_model
+    from rankgym.trainer.context import TrainingContext
 
     path = Path(adapter)
     if not (path / "adapter_config.json").is_file():
@@ -39,10 +37,8 @@ def adapter_policy(adapter: str | Path, name: str, *, max_new_tokens: int = 64,
             f"--rollout-adapter {str(adapter)!r} holds no adapter_config.json; pass the SFT "
             "stage's adapter directory (OUT/sft of `rankgym train`) or OUT/adapter"
         )
-    model, tok = _load_adapter_model(path, None)
-    return TransformersPolicy(model, tok, name=name, max_new_tokens=max_new_tokens,
-                              temperature=temperature, seed=seed,
-                              autocast=use_bf16("auto", "cpu"))  # fmt: skip
+    ctx = TrainingContext.from_adapter(path, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed)  # fmt: skip
+    return ctx.policy(name)
 
 
 def judge_tasks(env_id: str, env_kwargs: dict[str, Any] | None = None) -> int:

@@ -44,15 +44,25 @@ from typing import Any
 
 import torch
 
-from rankgym.envs.policies import TransformersPolicy, derive_seed
+from rankgym.envs.policies import Policy, derive_seed
+from rankgym.envs.rollout import EnvFactory
 from rankgym.errors import UserError
-from rankgym.model import set_torch_threads, use_bf16
+from rankgym.model import set_torch_threads
+from rankgym.store import Store
 from rankgym.trainer import checkpoint as ckpt
+from rankgym.trainer.adapter_sync import AdapterSync, start_for
 from rankgym.trainer.config import TrainConfig
+from rankgym.trainer.context import TrainingContext
+from rankgym.trainer.distributed import Dist, rank_config
 from rankgym.trainer.distributed import from_env as dist_from_env
-from rankgym.trainer.distributed import rank_config
 from rankgym.trainer.finite import check_update
-from rankgym.trainer.grpo import Sample, group_advantages, grpo_update, trajectory_rows
+from rankgym.trainer.grpo import (
+    Sample,
+    UpdateSettings,
+    group_advantages,
+    grpo_update,
+    trajectory_rows,
+)
 from rankgym.trainer.monitor import JudgeGuardStop, JudgeMonitor, watch_step
 from rankgym.trainer.preflight import judge_preflight
 from rankgym.trainer.rewards import (
@@ -62,14 +72,8 @@ from rankgym.trainer.rewards import (
     step_metrics,
     step_rewards,
 )
-from rankgym.trainer.setup import (
-    build_lora_model,
-    check_env,
-    judge_spec,
-    make_optimizer,
-    update_settings,
-)
-from rankgym.types import Group
+from rankgym.trainer.setup import check_env, judge_spec, make_optimizer, update_settings
+from rankgym.types import Group, JudgeSpec
 
 log = logging.getLogger(__name__)
 
@@ -115,12 +119,51 @@ class Trainer:
         """Train even when the judge-check says the judge cannot judge (``--force``)."""
         self.judge_check: dict[str, Any] | None = None
         self.echo = echo or (lambda msg: log.info("%s", msg))
+        # what setup() and the stages fill in: known before setup, when they have a default
+        self.spec: JudgeSpec | None = None
+        """The judge's spec when the reward reads a judge (``[judge_train]`` may replace it)."""
+        self.start_step = 0
+        self.sft_summary: dict[str, Any] | None = None
+        self.judge_train: dict[str, Any] | None = None
+        """What the ``[judge_train]`` stage (and its refreshes) returned."""
+        self.monitor: JudgeMonitor | None = None
+        self.sync: AdapterSync | None = None
+        # set by setup(), read only after it
+        self.dist: Dist
+        self.env: EnvFactory
+        self.success_threshold: float
+        self.ctx: TrainingContext
+        """The model, tokenizer, model folder, device and dtype of the run (``context.py``)."""
+        self.optimizer: torch.optim.Optimizer
+        self.scheduler: torch.optim.lr_scheduler.LRScheduler
+        self.update_settings: UpdateSettings
+        self.run_id: str
+        self.store: Store
+        self.policy: Policy
+        """The rollout policy: the trained model itself, or the vLLM server (``[vllm]``)."""
         if cfg.loss.importance_sampling_level == "sequence" and cfg.loss.type != "grpo":
             log.warning(
                 "importance_sampling_level='sequence' with loss.type=%r weights each sequence "
                 "by its length (TRL warns the same); loss.type='grpo' is the GSPO setup",
                 cfg.loss.type,
             )
+
+    # the training context's parts, read by the step and the stages
+    @property
+    def model(self) -> Any:
+        return self.ctx.model
+
+    @property
+    def tokenizer(self) -> Any:
+        return self.ctx.tokenizer
+
+    @property
+    def model_name(self) -> str:
+        return self.ctx.model_name
+
+    @property
+    def bf16(self) -> bool:
+        return self.ctx.bf16
 
     # ---- setup --------------------------------------------------------------------------
 
@@ -148,7 +191,6 @@ class Trainer:
             check_device(self.cfg.policy.device)
         except ValueError as e:
             raise UserError(f"policy.device: {e}") from None
-        self.spec = None
         if self.cfg.reward.kind != "verifiable":
             self.spec = judge_spec(self.cfg)
             try:
@@ -178,7 +220,7 @@ class Trainer:
         return max_turns
 
     def _build_model(self) -> None:
-        self.model, self.tokenizer, self.model_name = build_lora_model(self.cfg, self.init_adapter)
+        self.ctx = TrainingContext.from_config(self.cfg, self.init_adapter)
 
     def setup(self) -> None:
         """Validate, load the model, then (only then) write run.json and open the store."""
@@ -197,7 +239,6 @@ class Trainer:
         self.judge_check = self.dist.broadcast(self.judge_check)  # every rank's no-signal check
         self._build_model()
         self.optimizer, self.scheduler = make_optimizer(self.model, cfg)
-        self.bf16 = use_bf16(cfg.optim.bf16, cfg.policy.device)
         self.update_settings = update_settings(cfg, max_turns, self.bf16)
         self.out.mkdir(parents=True, exist_ok=True)
         self.run_id = self._run_identity()
@@ -207,8 +248,6 @@ class Trainer:
         self.store.create_run(
             name=self.run_id, kind="train", config=cfg.model_dump(mode="json"), run_id=self.run_id
         )
-        self.start_step = 0
-        self.sft_summary: dict[str, Any] | None = None
         if cfg.sft is not None and self.init_adapter is None:
             self._warm_start()
         if cfg.judge_train is not None and self.dist.main:  # a judge on this policy's groups
@@ -217,7 +256,6 @@ class Trainer:
             judge_train_stage(self)
         if self.resume:
             self._load_latest()
-        self.monitor = None
         if self.spec is not None:  # the judge is watched on every step's groups
             from rankgym.trainer.monitor import restore
             from rankgym.trainer.step_data import stored_manifests
@@ -226,21 +264,16 @@ class Trainer:
                 cfg.monitor, cfg.reward.kind, self.success_threshold, cfg.seed
             )
             restore(self.monitor, self.store, stored_manifests(self.out, self.start_step))
-        self.policy = TransformersPolicy(
-            self.model,
-            self.tokenizer,
-            name=self.policy_name(self.start_step),
-            max_new_tokens=cfg.policy.max_new_tokens,
-            temperature=cfg.policy.temperature,
-            top_p=cfg.policy.top_p,
-            seed=cfg.seed,
-            autocast=self.bf16,
-        )
-        self.sync = None
+        self.policy = self.ctx.policy(self.policy_name(self.start_step))
         if cfg.vllm is not None and self.dist.main:  # rollouts through vLLM, one adapter a step
-            from rankgym.trainer.adapter_sync import start_for
-
-            self.sync = start_for(self)
+            self.sync = start_for(
+                self.ctx,
+                cfg.vllm,
+                run_id=self.run_id,
+                out_dir=self.out,
+                lora_rank=cfg.lora.r,
+                name=self.policy_name(self.start_step),
+            )
             self.policy = self.sync.policy
 
     def _warm_start(self) -> None:
@@ -250,12 +283,10 @@ class Trainer:
         self._phase_threads({}, "sft")
         self.sft_summary = warm_start(
             self.cfg,
-            self.model,
-            self.tokenizer,
+            self.ctx,
             self.out / "sft",
             reuse=self.resume,
             load=ckpt.latest_checkpoint(self.out) is None,
-            bf16=self.bf16,
             progress=self.progress,
             echo=self.echo,
         )
@@ -395,15 +426,7 @@ class Trainer:
 
         e = self.cfg.eval
         self._phase_threads({}, "eval")
-        cur = TransformersPolicy(
-            self.model,
-            self.tokenizer,
-            name=self.policy.name,
-            max_new_tokens=self.cfg.policy.max_new_tokens,
-            temperature=e.temperature,
-            seed=self.cfg.seed,
-            autocast=self.bf16,
-        )
+        cur = self.ctx.eval_policy(self.policy.name, e.temperature)
         policies = {"base": AdapterOffPolicy(cur, f"{self.model_name}@base"), "trained": cur}
         res = evaluate_policies(
             self.env,

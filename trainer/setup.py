@@ -1,5 +1,6 @@
-"""Building what a training run needs from its config: env factory, judge spec, LoRA model,
-optimizer and GRPO update settings. Every config mistake becomes a ``UserError`` naming the key.
+"""Building what a training run needs from its config: env factory, judge spec, LoRA on a loaded
+base model (``context.py`` loads it), optimizer and GRPO update settings. Every config mistake
+becomes a ``UserError`` naming the key.
 
 What it does not do: write anything (``loop.Trainer.setup`` calls these before it writes
 run.json), or check credentials and devices (``Trainer._preflight``).
@@ -14,31 +15,32 @@ from typing import Any
 import torch
 
 from rankgym.envs.policies import derive_seed
-from rankgym.envs.rollout import select_tasks
+from rankgym.envs.registry import UnknownEnvError, make
+from rankgym.envs.rollout import EnvFactory, select_tasks
 from rankgym.errors import UserError
 from rankgym.judges.spec import spec_from_options
-from rankgym.model import enable_checkpointing, load_policy_model
+from rankgym.model import enable_checkpointing
 from rankgym.trainer.config import TrainConfig
 from rankgym.trainer.grpo import LossSettings, UpdateSettings
 from rankgym.types import JudgeSpec
 
 __all__ = [
-    "build_lora_model",
+    "check_env",
     "judge_spec",
+    "lora_model",
     "make_env_factory",
     "make_optimizer",
     "update_settings",
 ]
 
 
-def make_env_factory(env_id: str, kwargs: dict[str, Any], max_turns: int | None = None) -> Any:
+def make_env_factory(
+    env_id: str, kwargs: dict[str, Any], max_turns: int | None = None
+) -> EnvFactory:
     """A zero-argument factory making ``env_id`` with ``kwargs`` (what the rollout takes).
 
     Makes one env now, so a bad id or bad kwargs fail here with a ``UserError``.
     """
-    from rankgym.envs.registry import UnknownEnvError, make
-    from rankgym.envs.rollout import EnvFactory
-
     kw = dict(kwargs)
     if max_turns is not None:
         kw["max_turns"] = max_turns
@@ -78,7 +80,7 @@ def judge_spec(cfg: TrainConfig) -> JudgeSpec:
     )
 
 
-def check_env(cfg: TrainConfig) -> tuple[Any, float, int]:
+def check_env(cfg: TrainConfig) -> tuple[EnvFactory, float, int]:
     """``(env factory, success threshold, max turns)``; a bad env id or kwargs, or a split with
     fewer tasks than ``env.tasks_per_step`` (or none for ``[eval]``), or an ``env.stratify``
     field no task has, is a ``UserError``."""
@@ -104,21 +106,15 @@ def check_env(cfg: TrainConfig) -> tuple[Any, float, int]:
             select_tasks(probe.tasks(cfg.env.split), n_tasks=1, stratify=cfg.env.stratify)
         except ValueError as e:
             raise UserError(f"env.{e}; use a field the tasks of {cfg.env.id} have") from None
-    threshold = float(getattr(probe, "success_threshold", 1.0))
-    return factory, threshold, int(cfg.env.max_turns or getattr(probe, "max_turns", 1))
+    return factory, float(probe.success_threshold), int(cfg.env.max_turns or probe.max_turns)
 
 
-def build_lora_model(cfg: TrainConfig, init_adapter: Path | None = None) -> tuple[Any, Any, str]:
-    """``(peft model, tokenizer, model name)``: a fresh seeded LoRA on the policy model, or the
-    trainable adapter at ``init_adapter`` (e.g. one ``rankgym sft`` wrote)."""
+def lora_model(cfg: TrainConfig, base: Any, init_adapter: Path | None = None) -> Any:
+    """The trainable peft model on ``base``: a fresh LoRA seeded from ``cfg.seed`` as ``[lora]``
+    says, or the adapter at ``init_adapter`` (e.g. one ``rankgym sft`` wrote), in eval mode.
+    Loading the base model is ``context.TrainingContext.from_config``'s."""
     from peft import LoraConfig, PeftModel, get_peft_model
 
-    try:
-        base, tokenizer, name = load_policy_model(
-            cfg.policy.model, cfg.policy.dtype, cfg.policy.device
-        )
-    except FileNotFoundError as e:
-        raise UserError(f"policy.model: {e}") from None
     torch.manual_seed(derive_seed("lora-init", cfg.seed) % (2**63))
     with warnings.catch_warnings():  # peft reads transformers' deprecated attribute name
         warnings.filterwarnings("ignore", "`is_gradient_checkpointing`", FutureWarning)
@@ -139,7 +135,7 @@ def build_lora_model(cfg: TrainConfig, init_adapter: Path | None = None) -> tupl
     if cfg.optim.gradient_checkpointing:
         enable_checkpointing(model)
     model.eval()
-    return model, tokenizer, name
+    return model
 
 
 def make_optimizer(model: Any, cfg: TrainConfig) -> tuple[torch.optim.Optimizer, Any]:

@@ -6,8 +6,9 @@ writes (``[sft]`` in a train config, or ``rankgym sft`` then ``Trainer(init_adap
 
 Demonstrations come from one of three sources, never from the test split:
 
-- ``oracle``: the env's scripted solution (``env.oracle(task)``) played through the env on
-  train-split tasks; only episodes that reach the env's success threshold are kept;
+- ``oracle``: the env's scripted solution (``env.oracle(task)``) on train-split tasks, played
+  by the rollout driver with the ``OraclePolicy`` (the episodes GRPO's rollouts would record);
+  only episodes that end without an error at the env's success threshold are kept;
 - ``store``: trajectories of a store, selected by verifiable reward (``select = "verifier"``,
   reward >= ``min_reward``) or by the judge (``select = "judge"``: the top-scored trajectory of
   each judged group) — rejection sampling / expert iteration; trajectories of tasks in the env's
@@ -37,7 +38,7 @@ import os
 import random
 import shutil
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,11 +48,15 @@ from peft import set_peft_model_state_dict
 from safetensors.torch import load_file
 from tqdm import tqdm
 
+from rankgym.envs.base import Env
 from rankgym.envs.policies import TransformersPolicy
+from rankgym.envs.policies.scripted import OraclePolicy
+from rankgym.envs.rollout import EnvFactory, rollout_groups
 from rankgym.errors import UserError
 from rankgym.model import bound_heap, release_freed_memory
 from rankgym.store import Store
 from rankgym.trainer.config import TrainConfig
+from rankgym.trainer.context import TrainingContext
 from rankgym.trainer.finite import check_update
 from rankgym.trainer.grpo import Sample, collate, token_logprobs, trajectory_rows
 from rankgym.trainer.setup import make_env_factory
@@ -62,6 +67,7 @@ __all__ = [
     "SFTStats",
     "jsonl_conversations",
     "oracle_conversations",
+    "oracle_demonstrations",
     "render_rows",
     "sft_train",
     "store_conversations",
@@ -108,48 +114,46 @@ class SFTStats:
         return d
 
 
-def play_oracle(env: Any, task: Any) -> tuple[Conversation, float] | None:
-    """Play ``env.oracle(task)`` through ``env``; the conversation and its verifiable reward."""
-    script = env.oracle(task)
-    if not script:
-        return None
-    messages, info = env.reset(options={"task_id": task.id})
-    messages, reward = list(messages), 0.0
-    for action in script:
-        new, reward, terminated, truncated, step_info = env.step(dict(action))
-        messages += [dict(action), *new]
-        if terminated or truncated:
-            reward = float(step_info.get("verifiable_reward", reward) or 0.0)
-            break
-    return Conversation(messages, list(info.get("tools") or []), f"oracle:{task.id}"), reward
+def oracle_demonstrations(env: Env, task_ids: Sequence[str], seed: int = 0) -> list[Conversation]:
+    """The successful oracle episodes of ``task_ids`` on ``env``, in that order.
+
+    The episodes are the rollout driver's (``rollout_groups`` with the ``OraclePolicy``), one
+    at a time on ``env``; an episode that ends in an error (no oracle, a script that runs out)
+    or below the env's success threshold is left out.
+    """
+    one_env = EnvFactory(lambda: env, env.env_id)  # one episode at a time: one env is enough
+    groups = rollout_groups(one_env, OraclePolicy(), task_ids=task_ids, group_size=1,
+                            seed=seed, progress=False, max_concurrent=1)  # fmt: skip
+    return [
+        Conversation([m.to_openai() for m in t.messages], list(g.tools), f"oracle:{g.task_id}")
+        for g in groups
+        for t in g.trajectories
+        if t.error is None and (t.verifiable_reward or 0.0) >= env.success_threshold
+    ]
 
 
 def oracle_conversations(
-    make_env: Callable[[], Any], n_tasks: int | None = None, seed: int = 0
+    make_env: Callable[[], Env], n_tasks: int | None = None, seed: int = 0
 ) -> list[Conversation]:
-    """Successful oracle episodes on train-split tasks (``n_tasks`` drawn with ``seed``; all by default)."""
+    """Successful oracle episodes (:func:`oracle_demonstrations`) on train-split tasks
+    (``n_tasks`` drawn with ``seed``; all by default)."""
     env = make_env()
     tasks = list(env.tasks("train"))
     if not tasks:
         raise UserError("sft: the env has no train-split tasks to demonstrate")
     random.Random(seed).shuffle(tasks)
-    threshold = float(getattr(env, "success_threshold", 1.0))
-    out = []
-    for task in tasks[: n_tasks or len(tasks)]:
-        played = play_oracle(env, task)
-        if played is not None and played[1] >= threshold:
-            out.append(played[0])
+    out = oracle_demonstrations(env, [t.id for t in tasks[: n_tasks or len(tasks)]], seed)
     if not out:
         raise UserError(
-            f"sft.source = 'oracle': {getattr(env, 'env_id', 'the env')} has no oracle (or none "
-            "succeeded); use source = 'store' or 'jsonl'"
+            f"sft.source = 'oracle': {env.env_id} has no oracle (or none succeeded); use "
+            "source = 'store' or 'jsonl'"
         )
     return out
 
 
 def store_conversations(
     store_path: str | Path,
-    make_env: Callable[[], Any],
+    make_env: Callable[[], Env],
     *,
     select: str = "verifier",
     min_reward: float = 1.0,
@@ -165,7 +169,7 @@ def store_conversations(
     with Store(store_path, readonly=True) as store:
         for gid in store.group_ids(run_id=run_id) if run_id else store.group_ids():
             g = store.get_group(gid)
-            if g.task_id in test_ids or g.env_id != getattr(env, "env_id", g.env_id):
+            if g.task_id in test_ids or g.env_id != env.env_id:
                 continue
             if select == "judge":
                 if g.judgement is None or g.judgement.status != "ok" or not g.judgement.scores:
@@ -211,7 +215,7 @@ def jsonl_conversations(path: str | Path) -> list[Conversation]:
 
 
 def render_rows(
-    policy: Any,
+    policy: TransformersPolicy,
     conversations: Iterable[Conversation],
     max_completion_tokens: int = MAX_COMPLETION_TOKENS,
 ) -> list[Rows]:
@@ -340,15 +344,13 @@ def conversations_for(cfg: TrainConfig) -> list[Conversation]:
 
 def sft_stage(
     cfg: TrainConfig,
-    model: Any,
-    tokenizer: Any,
+    ctx: TrainingContext,
     out_dir: str | Path,
     *,
-    bf16: bool = False,
     progress: bool = False,
     echo: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """Run a config's ``[sft]`` section on ``model`` (a peft LoRA model) and save the adapter.
+    """Run a config's ``[sft]`` section on ``ctx.model`` (a peft LoRA model) and save the adapter.
 
     Writes ``out_dir`` atomically (peft adapter files + ``meta.json`` with the env, base model and
     SFT stats), so ``rankgym eval --adapter``, ``--policy hf:BASE@DIR`` and GRPO load it.
@@ -357,7 +359,8 @@ def sft_stage(
     s = cfg.sft
     say = echo or (lambda _m: None)
     convs = conversations_for(cfg)
-    renderer = TransformersPolicy(model, tokenizer, max_new_tokens=cfg.policy.max_new_tokens)
+    model, tokenizer = ctx.model, ctx.tokenizer
+    renderer = ctx.policy("sft")  # renders only: its sampling settings play no part
     # completions as long as the policy may sample, and never under the default budget
     rows = render_rows(renderer, convs, max(MAX_COMPLETION_TOKENS, cfg.policy.max_new_tokens))
     say(
@@ -365,7 +368,7 @@ def sft_stage(
         f"lr {s.lr:g}"
     )
     stats = sft_train(model, rows, pad_id=tokenizer.pad_token_id, steps=s.steps, lr=s.lr,
-                      batch_size=s.batch_size, max_minutes=s.max_minutes, bf16=bf16,
+                      batch_size=s.batch_size, max_minutes=s.max_minutes, bf16=ctx.bf16,
                       seed=cfg.seed, progress=progress, echo=say)  # fmt: skip
     summary = {
         "source": s.source,
@@ -404,24 +407,22 @@ def sft_stage(
 
 def warm_start(
     cfg: TrainConfig,
-    model: Any,
-    tokenizer: Any,
+    ctx: TrainingContext,
     sft_dir: Path,
     *,
     reuse: bool,
     load: bool,
-    bf16: bool = False,
     progress: bool = False,
     echo: Callable[[str], None] | None = None,
 ) -> dict[str, Any] | None:
     """The trainer's ``[sft]`` stage: with ``reuse`` and an adapter already in ``sft_dir``, load
-    it into ``model`` (when ``load``: no GRPO checkpoint overrides it) and return its summary;
-    else run :func:`sft_stage` into ``sft_dir``."""
+    it into ``ctx.model`` (when ``load``: no GRPO checkpoint overrides it) and return its
+    summary; else run :func:`sft_stage` into ``sft_dir``."""
     weights = sft_dir / "adapter_model.safetensors"
     if reuse and weights.is_file():
         if load:
-            set_peft_model_state_dict(model, load_file(str(weights)))
+            set_peft_model_state_dict(ctx.model, load_file(str(weights)))
         if echo:
             echo(f"resume: reusing the SFT warm start in {sft_dir}")
         return json.loads((sft_dir / "meta.json").read_text()).get("sft")
-    return sft_stage(cfg, model, tokenizer, sft_dir, bf16=bf16, progress=progress, echo=echo)
+    return sft_stage(cfg, ctx, sft_dir, progress=progress, echo=echo)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -17,6 +18,7 @@ from rankgym.envs.rollout import rollout_to_store
 from rankgym.errors import UserError
 from rankgym.store import Store
 from rankgym.trainer.config import TrainConfig
+from rankgym.trainer.context import TrainingContext
 from rankgym.trainer.setup import make_env_factory
 from rankgym.trainer.sft import (
     jsonl_conversations,
@@ -155,10 +157,14 @@ def test_a_resumed_run_reuses_the_sft_adapter_instead_of_training_again(tmp_path
         {"env": {"kwargs": HARD}, "sft": {"steps": 2, "batch_size": 2, "tasks": 2}}, TrainConfig
     )
     model, tok = lora_model()
-    first = warm_start(cfg, model, tok, tmp_path / "sft", reuse=True, load=True)
+    first = warm_start(cfg, _context(model, tok), tmp_path / "sft", reuse=True, load=True)
     assert first["steps"] == 2
     again, tok = lora_model()  # a fresh process: LoRA B starts at zero
-    second = warm_start(cfg, again, tok, tmp_path / "sft", reuse=True, load=True)
+    second = warm_start(cfg, _context(again, tok), tmp_path / "sft", reuse=True, load=True)
     assert second == first
     a, b = get_peft_model_state_dict(model), get_peft_model_state_dict(again)
     assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def _context(model: Any, tok: Any) -> TrainingContext:
+    return TrainingContext(model, tok, "tiny", Path("tiny"), "cpu", "float32", bf16=False)
