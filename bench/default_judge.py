@@ -37,7 +37,7 @@ ENVS = ("rankgym/ToolUse-v0", "rankgym/EmailSearch-v0", "rankgym/CodeTests-v0")
 SCRIPTED = "oracle,oracle~0.33,oracle~0.67,random"
 SFT_KWARGS = "difficulty=hard families=lookup,units,dates"
 JUDGE_TRAIN_FLAGS = [
-    "--rollout-env", "rankgym/ToolUse-v0", "--rollout-tasks", "8", "--rollout-group-size", "4", "--rollout-max-turns", "3",
+    "--rollout-env", "rankgym/ToolUse-v0", "--rollout-tasks", "16", "--rollout-group-size", "4", "--rollout-max-turns", "3",
     "--base", "local/smollm2", "--max-train-pairs", "200", "--max-heldout-pairs", "50",
     "--samples", "4", "--reason-tokens", "0", "--epochs", "2", "--batch-size", "8",
     "--lr", "1e-3", "--lora-r", "8", "--lora-layers", "10", "--max-line-chars", "120",
@@ -97,6 +97,59 @@ def build_sft(work: Path, log: list[list[str]]) -> Path:
              "--steps", "16", "--batch-size", "8", "--lr", "4e-4", "--seed", "0",
              "--out", str(out), "--quiet", "--json"], log, capture=True, run=todo)  # fmt: skip
     return out
+
+
+GRPO_STEPS = 8
+
+
+def grpo_config(work: Path, sft: Path) -> str:
+    """The demo's GRPO settings (hard ToolUse, groups of 6) from the SFT adapter, verifier
+    reward only: a short run whose stored groups are the GRPO policy's own trajectories."""
+    return f"""name = "judge-data-grpo"
+seed = 0
+steps = {GRPO_STEPS}
+out_dir = "{work / "grpo"}"
+
+[env]
+id = "rankgym/ToolUse-v0"
+kwargs = {{ difficulty = "hard", families = ["lookup", "units", "dates"] }}
+tasks_per_step = 3
+group_size = 6
+max_turns = 4
+stratify = "family"
+
+[policy]
+model = "embedded"
+adapter = "{sft}"
+max_new_tokens = 64
+temperature = 0.7
+
+[reward]
+kind = "verifiable"
+scale_rewards = "batch"
+
+[loss]
+type = "dapo"
+
+[optim]
+lr = 1e-4
+micro_batch_size = 2
+"""
+
+
+def build_grpo(work: Path, sft: Path, log: list[list[str]]) -> Path:
+    """A short GRPO run from the SFT adapter; its store holds the GRPO policy's groups."""
+    cfg = work / "grpo.toml"
+    store = work / "grpo" / "store.db"
+    done = work / "grpo.done"
+    if not done.is_file():
+        cfg.write_text(grpo_config(work, sft))
+    log.append([f"(grpo.toml: the demo's GRPO section, {GRPO_STEPS} steps, reward.kind = "
+                '"verifiable", policy.adapter = the SFT adapter)'])  # fmt: skip
+    rankgym(["train", "--config", str(cfg), "--force", "--quiet", "--json"], log, capture=True,
+            run=not done.is_file())  # fmt: skip
+    done.write_text("ok")
+    return store
 
 
 def train(work: Path, stores: list[Path], sft: Path, log: list[list[str]]) -> dict[str, Any]:
@@ -237,6 +290,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", default="/tmp/rankgym-default-judge", help="work directory (resumable)")  # fmt: skip
     ap.add_argument("--ship", metavar="DIR", help="copy the adapter and write manifest.json here")
     ap.add_argument("--note", default="", help="a remark recorded in the manifest")
+    ap.add_argument("--stop-after", choices=("train",), help="stop once the judge is trained")
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -246,7 +300,10 @@ def main(argv: list[str] | None = None) -> int:
     log: list[list[str]] = []
     stores = build_data(work, log)
     sft = build_sft(work, log)
+    stores.append(build_grpo(work, sft, log))
     report = train(work, stores, sft, log)
+    if args.stop_after == "train":
+        return 0
     checks = check(work, f"local/smollm2@{work / 'judge' / 'adapter'}", log)
     for env, rep in checks.items():
         h = headline(rep)

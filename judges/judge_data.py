@@ -23,14 +23,15 @@ the held-out score is on tasks the judge never saw), and balances each side:
   trajectory wins" scores exactly 0.5;
 - *length*: per env and label source, pairs where the winner is the longer trajectory (by
   judge-visible characters) and pairs where it is the shorter one are subsampled to equal
-  numbers, so "the longer one wins" scores 0.5 too (:func:`baselines` reports both).
+  numbers, so "the longer one wins" scores 0.5 too (:func:`baselines` reports both). Near
+  misses are never dropped but count: the other pairs on their side go first.
 
 What it does not do: label anything itself (no verifier is re-run, no model is asked), judge
 pairs of different tasks, or balance other surface features (tool-call count, turn count,
 gibberish); a judge can still learn shortcuts that happen to hold in your data. Length
 balancing drops pairs: with only oracle-vs-random data the winner is nearly always longer and
-little is left (add failing long trajectories, e.g. the embedded policy's rollouts). Near-miss
-pairs are exempt from it, so a store full of them keeps a length bias ("longer wins" in
+little is left (add failing long trajectories, e.g. a trained policy's chains that never
+answer). A store whose near misses all lean one way keeps that length bias ("longer wins" in
 ``baselines`` says how much).
 """
 
@@ -255,27 +256,35 @@ def split_by_task(
 
 
 def length_balance(pairs: list[PairItem], seed: int = 0) -> tuple[list[PairItem], int]:
-    """Subsample so the winner is the longer trajectory in exactly half the unequal pairs.
+    """Subsample so the winner is the longer trajectory in half the unequal pairs, as far as
+    the pairs allow.
 
-    Balanced per (env, source). Pairs of equal length and near-miss pairs are always kept (and
-    not counted in the balance). Returns (kept, dropped count).
+    Balanced per (env, source). Near-miss pairs are never dropped but count in the balance: the
+    other pairs of the side that near misses already fill are dropped first, so a cell's
+    near misses where the longer chain wins are offset by pairs where the shorter one does (a
+    policy's chain that never answers against one that answers). When near misses alone
+    outnumber the other side, the cell stays tilted (``baselines`` reports it). Pairs of equal
+    length are always kept. Returns (kept, dropped count).
     """
     rng = random.Random(seed)
     cells: dict[tuple[str, str], dict[str, list[PairItem]]] = defaultdict(
-        lambda: {"longer": [], "shorter": [], "equal": []}
+        lambda: {"longer": [], "shorter": [], "longer_nm": [], "shorter_nm": [], "equal": []}
     )
     for p in pairs:
         lw, ll = visible_length(p.winner), visible_length(p.loser)
         side = "longer" if lw > ll else "shorter" if lw < ll else "equal"
-        side = "equal" if p.near_miss else side  # kept whatever their lengths
+        if p.near_miss and side != "equal":
+            side += "_nm"
         cells[(p.env_id, p.source)][side].append(p)
     kept: list[PairItem] = []
     for cell in cells.values():
-        n = min(len(cell["longer"]), len(cell["shorter"]))
+        total = {s: len(cell[s]) + len(cell[s + "_nm"]) for s in ("longer", "shorter")}
+        n = max(min(total.values()), len(cell["longer_nm"]), len(cell["shorter_nm"]))
         for side in ("longer", "shorter"):
             items = list(cell[side])
             rng.shuffle(items)
-            kept.extend(items[:n])
+            kept.extend(cell[side + "_nm"])
+            kept.extend(items[: max(0, n - len(cell[side + "_nm"]))])
         kept.extend(cell["equal"])
     kept_ids = {id(p) for p in kept}
     ordered = [p for p in pairs if id(p) in kept_ids]  # keep the input order

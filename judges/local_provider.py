@@ -178,7 +178,10 @@ class LocalJudgeLLM(CustomLLM):
         and fills ``model_response``; the other arguments (api_base, timeout, ...) are unused."""
         params = kwargs.get("optional_params") or {}
         _timing.service_s = None
-        text, n_in, n_out = self.respond(model, messages, int(params.get("max_tokens") or 256))
+        orders = int(params.get("pair_orders") or 2)  # spec extra {"pair_orders": 1}: one order
+        text, n_in, n_out = self.respond(
+            model, messages, int(params.get("max_tokens") or 256), pair_orders=orders
+        )
         model_response = kwargs.get("model_response")
         resp = model_response if model_response is not None else ModelResponse()
         if _timing.service_s is not None:  # the time the model worked, not the wait for the lock
@@ -207,18 +210,19 @@ class LocalJudgeLLM(CustomLLM):
         return rg_model.shared_embedded(self.dtype)
 
     def respond(
-        self, model: str, messages: list[dict[str, Any]], max_tokens: int
+        self, model: str, messages: list[dict[str, Any]], max_tokens: int, pair_orders: int = 2
     ) -> tuple[str, int, int]:
-        """Answer ``messages``; returns (text, prompt tokens, completion tokens)."""
+        """Answer ``messages``; returns (text, prompt tokens, completion tokens). A pairwise
+        judge asks each pair in ``pair_orders`` orders (2: order-free scores, 1: half the cost)."""
         with self._lock:  # one model, one forward at a time; loading is not thread-safe
             t0 = time.perf_counter()
             try:
-                return self._respond(model, messages, max_tokens)
+                return self._respond(model, messages, max_tokens, pair_orders)
             finally:
                 _timing.service_s = time.perf_counter() - t0
 
     def _respond(
-        self, model: str, messages: list[dict[str, Any]], max_tokens: int
+        self, model: str, messages: list[dict[str, Any]], max_tokens: int, pair_orders: int = 2
     ) -> tuple[str, int, int]:
         msgs = [{"role": m["role"], "content": m.get("content") or ""} for m in messages]
         user_text = next((m["content"] for m in reversed(msgs) if m["role"] == "user"), "")
@@ -227,7 +231,7 @@ class LocalJudgeLLM(CustomLLM):
         if ref is not None:
             lm, tok, chars = self._pairwise_model(model, ref)
             if labels:
-                return self._pairwise_scores(lm, tok, msgs, labels, model, chars)
+                return self._pairwise_scores(lm, tok, msgs, labels, model, chars, pair_orders)
         else:
             lm, tok = self._model(model)
         if labels:
@@ -283,10 +287,18 @@ class LocalJudgeLLM(CustomLLM):
         labels: list[str],
         model: str,
         max_line_chars: int,
+        pair_orders: int = 2,
     ) -> tuple[str, int, int]:
         """Scores from pairwise comparisons (see ``rankgym.judges.pair_judge``)."""
-        scores, n_in = score_group(lm, tok, msgs, labels, max_line_chars)
-        n = len(labels) - 1
+        if pair_orders not in (1, 2):
+            raise litellm.BadRequestError(
+                message=f"pair_orders must be 1 or 2 (got {pair_orders}); set it in the judge "
+                'spec\'s extra, e.g. {"pair_orders": 1}',
+                model=f"{PROVIDER}/{model}",
+                llm_provider=PROVIDER,
+            )
+        scores, n_in = score_group(lm, tok, msgs, labels, max_line_chars, orders=pair_orders)
+        n = (len(labels) - 1) * pair_orders
         items = [
             {
                 "trajectory_id": label,

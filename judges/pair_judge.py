@@ -10,20 +10,26 @@ format is ``Verdict: A`` or ``Verdict: B`` then ``Why: ...``: the verdict comes 
 decision is one token read right after ``Verdict:`` (:func:`decision_context`), and serving
 needs one forward pass per pair, no generation.
 
-:func:`score_group` turns a group of N into scores: every pair (i < j in presentation order)
-is asked once with ``T_i`` as A; a trajectory's score is its mean probability of winning.
-Presentation order therefore matters exactly as much as the judge lets it: position
-consistency is measured, not averaged away (use ``--permutations 2`` to average).
+:func:`score_group` turns a group of N into scores: every pair is asked in **both** orders
+(``T_i`` as A, then as B) and P(i beats j) = (P_A(i, j) + 1 - P_A(j, i)) / 2; a trajectory's
+score is its mean probability of winning its pairs. The pair prompt depends only on the two
+attempts and the group's context (shared tool outputs are renumbered per pair, see
+:func:`pair_messages`), so the scores are a permutation-equivariant function of the group:
+presentation order cannot move them, and position consistency is 1 by construction. That
+costs N(N-1) prefills per group; ``orders=1`` (the spec extra ``{"pair_orders": 1}``) asks
+each pair once, halving the cost, and then order matters exactly as much as the judge lets it.
 
 What it does not do: read the spec's rubric (the trained judge learned one rubric from its
 labels; its system prompt is fixed here), generate a reasoning before the verdict (a 135M model
 cannot afford it on a CPU at serving time, and the verdict-first format keeps training and
-serving identical), or share the KV cache between pairs (N(N-1)/2 full prefills per group).
+serving identical), or share the KV cache of the common prefix between pairs (every pair is a
+full prefill; bench/RESULTS.md, issue 22, measures what sharing would save).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 PAIR_FORMAT = 1
@@ -45,6 +51,9 @@ CHOICES = (" A", " B")
 _BOILERPLATE = "The start of every trajectory (identical in all of them):\n"
 _SECTION = re.compile(r"<(context|shared_outputs)>\n(.*?)\n</\1>", re.DOTALL)
 _BLOCK = re.compile(r'<trajectory id="([^"]+)">\n(.*?)\n</trajectory>', re.DOTALL)
+_SHARED_HEAD = "Tool outputs seen more than once, referenced as [O#]:"
+_SHARED_LINE = re.compile(r"^\[(O\d+)\] (.*)$")
+_REF_LINE = re.compile(r'^(result(?: of ".*")?:) see \[(O\d+)\]$')
 
 
 def _shorten(text: str, max_line_chars: int) -> str:
@@ -70,10 +79,50 @@ def parse_group_prompt(user_text: str) -> tuple[str, str, dict[str, str]]:
     return sections.get("context", ""), sections.get("shared_outputs", ""), blocks
 
 
+def _pair_shared(shared: str, a: str, b: str) -> tuple[str, str, str]:
+    """(shared section, block A, block B) with only the shared outputs that A and B reference
+    more than once between them, renumbered O1.. in order of first reference (A, then B); an
+    output they reference once is quoted in place. The pair's text then depends on the two
+    attempts only, not on the rest of the group or its order."""
+    outputs = {}
+    for line in shared.splitlines():
+        m = _SHARED_LINE.match(line)
+        if m:
+            outputs[m.group(1)] = m.group(2)
+    if not outputs:
+        return shared, a, b
+    refs = [m.group(2) for body in (a, b) for line in body.splitlines()
+            if (m := _REF_LINE.match(line)) and m.group(2) in outputs]  # fmt: skip
+    keep: dict[str, str] = {}
+    for ref in refs:
+        if refs.count(ref) > 1 and ref not in keep:
+            keep[ref] = f"O{len(keep) + 1}"
+
+    def rewrite(body: str) -> str:
+        lines = []
+        for line in body.splitlines():
+            m = _REF_LINE.match(line)
+            if m and m.group(2) in outputs:
+                ref = m.group(2)
+                line = f"{m.group(1)} " + (f"see [{keep[ref]}]" if ref in keep else outputs[ref])
+            lines.append(line)
+        return "\n".join(lines)
+
+    section = ""
+    if keep:
+        section = "\n".join(
+            [_SHARED_HEAD, *(f"[{new}] {outputs[old]}" for old, new in keep.items())]
+        )
+    return section, rewrite(a), rewrite(b)
+
+
 def pair_messages(
     group_messages: list[dict[str, Any]], label_a: str, label_b: str, max_line_chars: int = 200
 ) -> list[dict[str, str]]:
-    """The pairwise prompt comparing ``label_a`` (shown as A) with ``label_b`` (as B)."""
+    """The pairwise prompt comparing ``label_a`` (shown as A) with ``label_b`` (as B).
+
+    It holds the group's context, the two attempts and the tool outputs they share (see
+    :func:`_pair_shared`); nothing from the other trajectories or the group's order."""
     user_text = next(
         (m.get("content") or "" for m in reversed(group_messages) if m["role"] == "user"), ""
     )
@@ -81,14 +130,15 @@ def pair_messages(
     for label in (label_a, label_b):
         if label not in blocks:
             raise ValueError(f"label {label!r} is not a trajectory in the prompt")
+    shared, block_a, block_b = _pair_shared(shared, blocks[label_a], blocks[label_b])
     parts = []
     if context:
         limit = min(max_line_chars, CONTEXT_LINE_CHARS)
         parts.append("Task (how both attempts start):\n" + _shorten(context, limit))
     if shared:
         parts.append(_shorten(shared, max_line_chars))
-    for name, label in (("A", label_a), ("B", label_b)):
-        parts.append(f"Attempt {name}:\n" + _shorten(blocks[label], max_line_chars))
+    for name, block in (("A", block_a), ("B", block_b)):
+        parts.append(f"Attempt {name}:\n" + _shorten(block, max_line_chars))
     parts.append(QUESTION)
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "\n\n".join(parts)}]
 
@@ -137,6 +187,41 @@ def p_first_wins(logp_ab: Any) -> list[float]:
     return torch.softmax(logp_ab, dim=-1)[:, 0].tolist()
 
 
+PairScorer = Callable[[list[list[dict[str, str]]]], tuple[list[float], int]]
+"""Pair prompts -> (P(A wins) per prompt, input tokens): what :func:`score_pairs` asks."""
+
+
+def score_pairs(
+    p_first: PairScorer,
+    group_messages: list[dict[str, Any]],
+    labels: list[str],
+    max_line_chars: int = 200,
+    batch_size: int = 4,
+    orders: int = 2,
+) -> tuple[dict[str, float], int]:
+    """Score each label by its mean probability of winning its pairs; returns (scores, input
+    tokens). ``orders=2`` asks every pair in both orders and averages (order-free scores);
+    ``orders=1`` asks it once, the earlier label as A. A group of one scores 0.5."""
+    if orders not in (1, 2):
+        raise ValueError(f"orders must be 1 or 2 (got {orders!r})")
+    pairs = [(a, b) for i, a in enumerate(labels) for b in labels[i + 1 :]]
+    asked = [(a, b) for a, b in pairs] + ([(b, a) for a, b in pairs] if orders == 2 else [])
+    p_a: dict[tuple[str, str], float] = {}
+    n_tokens = 0
+    for start in range(0, len(asked), batch_size):
+        chunk = asked[start : start + batch_size]
+        ps, n = p_first([pair_messages(group_messages, a, b, max_line_chars) for a, b in chunk])
+        n_tokens += n
+        p_a.update(zip(chunk, ps, strict=True))
+    wins: dict[str, list[float]] = {label: [] for label in labels}
+    for a, b in pairs:
+        p = p_a[(a, b)] if orders == 1 else (p_a[(a, b)] + 1.0 - p_a[(b, a)]) / 2
+        wins[a].append(p)
+        wins[b].append(1.0 - p)
+    scores = {k: (sum(v) / len(v) if v else 0.5) for k, v in wins.items()}
+    return scores, n_tokens
+
+
 def score_group(
     model: Any,
     tok: Any,
@@ -144,21 +229,12 @@ def score_group(
     labels: list[str],
     max_line_chars: int = 200,
     batch_size: int = 4,
+    orders: int = 2,
 ) -> tuple[dict[str, float], int]:
-    """Score each label by its mean probability of winning its pairs; returns (scores, input
-    tokens). A group of one scores 0.5."""
-    pairs = [(a, b) for i, a in enumerate(labels) for b in labels[i + 1 :]]
-    wins: dict[str, list[float]] = {label: [] for label in labels}
-    n_tokens = 0
-    for start in range(0, len(pairs), batch_size):
-        chunk = pairs[start : start + batch_size]
-        ctxs = [
-            decision_context(tok, pair_messages(group_messages, a, b, max_line_chars))
-            for a, b in chunk
-        ]
-        n_tokens += sum(len(c) for c in ctxs)
-        for (a, b), p in zip(chunk, p_first_wins(decision_logprobs(model, tok, ctxs)), strict=True):
-            wins[a].append(p)
-            wins[b].append(1.0 - p)
-    scores = {k: (sum(v) / len(v) if v else 0.5) for k, v in wins.items()}
-    return scores, n_tokens
+    """:func:`score_pairs` with ``model``'s verdict read-out (one forward per pair prompt)."""
+
+    def p_first(prompts: list[list[dict[str, str]]]) -> tuple[list[float], int]:
+        ctxs = [decision_context(tok, m) for m in prompts]
+        return p_first_wins(decision_logprobs(model, tok, ctxs)), sum(len(c) for c in ctxs)
+
+    return score_pairs(p_first, group_messages, labels, max_line_chars, batch_size, orders)

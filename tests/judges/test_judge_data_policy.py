@@ -8,6 +8,7 @@ import pytest
 
 from rankgym.judges.judge_data import (
     PairItem,
+    baselines,
     build_dataset,
     is_near_miss,
     length_balance,
@@ -50,6 +51,32 @@ def test_near_misses_are_taken_first_under_the_cap_and_survive_length_balance(tm
     assert kept == pairs and dropped == 0
     write_jsonl(tmp_path / "p.jsonl", pairs)
     assert all(p.near_miss for p in read_jsonl(tmp_path / "p.jsonl"))
+
+
+def test_near_misses_count_in_the_length_balance_and_the_others_on_their_side_go_first():
+    def nm(task: str, winner_longer: bool) -> PairItem:
+        long, short = chain(task, 3, 1.0), chain(task, 2, 0.0)  # one call apart
+        if not winner_longer:  # the loser kept calling tools past the answer
+            long, short = chain(task, 3, 0.0, "made up"), chain(task, 2, 1.0)
+        w, lo = (long, short) if winner_longer else (short, long)
+        return PairItem("e/Env-v0", task, w, lo, "verifier", "s", 1.0, near_miss=True)
+
+    def other(task: str, winner_longer: bool) -> PairItem:
+        long, short = chain(task, 4, 1.0), chain(task, 0, 0.0, "x")
+        w, lo = (long, short) if winner_longer else (short, long)
+        return PairItem("e/Env-v0", task, w, lo, "verifier", "s", 1.0)
+
+    near = [nm(f"n{k}", True) for k in range(4)]
+    longer_others = [other(f"l{k}", True) for k in range(5)]
+    shorter_others = [other(f"s{k}", False) for k in range(6)]
+    kept, dropped = length_balance(near + longer_others + shorter_others, seed=0)
+    assert all(p in kept for p in near)  # never dropped
+    assert sum(p in kept for p in longer_others) == 2 and dropped == 3
+    assert baselines(kept)["longer_wins"] == 0.5
+    # near misses alone on one side: every other pair there goes, the rest stays tilted
+    kept, _ = length_balance(near + longer_others + shorter_others[:1], seed=0)
+    assert kept == near + shorter_others[:1]
+    assert baselines(kept)["longer_wins"] == 0.8
 
 
 def _store_with_runs_and_ranking(path: Path) -> tuple[str, str]:
