@@ -86,8 +86,7 @@ def _env_factory(env: EnvSource) -> tuple[Callable[[], Env], str | None]:
 def _env_id_of(env: Env, fallback: str | None) -> str:
     if fallback:
         return fallback
-    spec = getattr(env, "spec", None)
-    return getattr(spec, "id", None) or getattr(env, "env_id", None) or type(env).__name__
+    return (env.spec.id if env.spec is not None else None) or env.env_id or type(env).__name__
 
 
 def _task_field(task: Task, name: str) -> Any:
@@ -181,7 +180,7 @@ def rollout_groups(
     first = factory()
     env_id = _env_id_of(first, env_id)
     tasks = select_tasks(first.tasks(split), task_ids, n_tasks, seed, step, stratify)
-    threshold_turns = max_turns or int(getattr(first, "max_turns", 10)) + 2
+    threshold_turns = max_turns or int(first.max_turns) + 2
 
     plans: list[tuple[int, Task, str]] = []
     for slot, task in enumerate(tasks):
@@ -313,9 +312,7 @@ def _generate(policy: Policy, active: list[_Episode]) -> list[Generation]:
 
 
 def _failed(policy: Policy, e: Exception) -> Generation:
-    return Generation.failed(
-        getattr(policy, "name", ""), f"policy.generate: {type(e).__name__}: {e}"
-    )
+    return Generation.failed(policy.name, f"policy.generate: {type(e).__name__}: {e}")
 
 
 def _advance(ep: _Episode, gen: Generation, turn_cap: int, cap_is_user_limit: bool) -> None:
@@ -432,8 +429,9 @@ def rollout_to_store(
         **kwargs,
     )
     wall = time.perf_counter() - started
-    threshold = float(getattr(probe, "success_threshold", 1.0))
-    return RolloutResult(run_id, writer.stored, skipped, wall, threshold, writer.failed)
+    return RolloutResult(
+        run_id, writer.stored, skipped, wall, float(probe.success_threshold), writer.failed
+    )
 
 
 @dataclass

@@ -158,7 +158,7 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
         raise UserError(
             f"--env-kwargs {json.dumps(env_kwargs)}: {args.env} refused them: {e}"
         ) from None
-    splits = tuple(getattr(env.unwrapped, "splits", ("train", "test")))
+    splits = tuple(env.splits)
     if args.split not in splits:
         raise UserError(f"--split {args.split!r}: {args.env} has splits {', '.join(splits)}")
     n_available = len(env.tasks(args.split))

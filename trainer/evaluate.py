@@ -144,7 +144,7 @@ def evaluate_policies(
     probe = env() if callable(env) else None
     if probe is None:
         probe = make(env)
-    threshold = float(getattr(probe, "success_threshold", 1.0))
+    threshold = float(probe.success_threshold)
     n_avail = len(probe.tasks(split))
     if n_avail == 0:
         raise ValueError(f"the env has no tasks in split {split!r}")

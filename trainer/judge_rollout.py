@@ -46,7 +46,7 @@ def judge_tasks(env_id: str, env_kwargs: dict[str, Any] | None = None) -> int:
     from rankgym.envs.registry import make
 
     env = make(env_id, **(env_kwargs or {})).unwrapped
-    if JUDGE_SPLIT not in getattr(env, "splits", ()):
+    if JUDGE_SPLIT not in env.splits:
         raise UserError(
             f"env {env_id} has no {JUDGE_SPLIT!r} split (its splits: {', '.join(env.splits)}); "
             "roll out its train tasks into a store instead and pass it with --store"

@@ -237,6 +237,6 @@ def maybe_refresh(trainer: Any, step: int) -> None:
     except UserError as e:  # e.g. too few new pairs: a failed refresh must not end the GRPO run
         trainer.echo(f"warning: judge_train refresh after step {step + 1} failed ({e}); GRPO keeps its current judge")  # fmt: skip
         return
-    trainer.judge_train = {**(getattr(trainer, "judge_train", None) or {}), "refresh": res}
+    trainer.judge_train = {**(trainer.judge_train or {}), "refresh": res}
     if cfg.judge_train and cfg.judge_train.use:
         _use_judge(trainer, res["judge"])

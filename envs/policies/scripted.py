@@ -123,8 +123,7 @@ class OraclePolicy(BatchPolicy):
         k = sum(m.get("role") == "assistant" for m in row.messages)
         script = env.oracle(task)
         if not script:
-            env_name = getattr(env, "env_id", type(env).__name__)
-            return Generation.failed(self.name, f"env {env_name} has no oracle")
+            return Generation.failed(self.name, f"env {env.env_id} has no oracle")
         if k >= len(script):
             reason = (
                 f"oracle script for task {task.id} has {len(script)} turns, asked for turn {k + 1}"
