@@ -44,13 +44,13 @@ from rankgym.envs.base import Env, Task
 from rankgym.envs.policies import EpisodeContext, Generation, Policy, derive_seed
 from rankgym.envs.registry import make
 from rankgym.envs.rollout_episode import Episode as _Episode
+from rankgym.envs.rollout_episode import advance as _advance
 from rankgym.envs.rollout_episode import assemble_group
-from rankgym.envs.rollout_episode import clean_message as _clean
-from rankgym.envs.rollout_episode import count_surrogates as _count_surrogates
+from rankgym.envs.rollout_episode import start as _start
 from rankgym.envs.rollout_report import RolloutResult, error_kind, error_lines, summarize
 from rankgym.errors import StoreBusy
 from rankgym.terminal import printable
-from rankgym.types import Group, Turn, content_hash
+from rankgym.types import Group, content_hash
 
 if TYPE_CHECKING:
     from rankgym.store import Store
@@ -180,103 +180,146 @@ def rollout_groups(
     first = factory()
     env_id = _env_id_of(first, env_id)
     tasks = select_tasks(first.tasks(split), task_ids, n_tasks, seed, step, stratify)
-    threshold_turns = max_turns or int(first.max_turns) + 2
-
-    plans: list[tuple[int, Task, str]] = []
-    for slot, task in enumerate(tasks):
-        gid = _group_id(run_id, step, env_id, task.id, seed, slot)
-        if gid not in skip_group_ids:
-            plans.append((slot, task, gid))
-        elif skipped is not None:
-            skipped.append(gid)
+    plans = _plan_groups(tasks, run_id, step, env_id, seed, skip_group_ids, skipped)
     if not plans:
         return []
-
-    pending: list[_Episode] = []
-    for g, (slot, task, gid) in enumerate(plans):
-        for i in range(group_size):
-            pending.append(
-                _Episode(
-                    group=g,
-                    index=i,
-                    task=task,
-                    env=None,
-                    seed=derive_seed("episode", seed, step, task.id, slot, i) % (2**31),
-                    traj_id="traj-" + content_hash([gid, i])[:12],
-                )
-            )
-    pending.reverse()  # pop() from the end keeps task order
-    spare_env = [first]
-    remaining = {g: group_size for g in range(len(plans))}
-    episodes_of: dict[int, list[_Episode]] = {g: [] for g in range(len(plans))}
-    finished: dict[int, Group] = {}
-    active: list[_Episode] = []
-    limit = max_concurrent or len(pending)
-
+    pending = _episodes(plans, group_size, seed, step)
     bar = None
     if progress:
         # smoothing=0: ETA from the mean rate; episodes end in bursts, and tqdm's default
         # moving average made one long gap read as an hour left a moment before the end
         bar = tqdm(total=len(pending), desc="episodes", unit="ep", leave=False, smoothing=0)
-
-    def finish(ep: _Episode) -> None:
-        ep.done, ep.ended = True, time.perf_counter()
-        if bar is not None:
-            bar.update(1)
-        remaining[ep.group] -= 1
-        if remaining[ep.group] == 0:
-            _, task, gid = plans[ep.group]
-            group = assemble_group(gid, run_id, step, env_id, task, episodes_of[ep.group])
-            finished[ep.group] = group
-            if on_group is not None:
-                on_group(group)
-
+    groups = _Groups(plans, group_size, run_id, step, env_id, on_group, bar)
+    turn_cap = max_turns or int(first.max_turns) + 2
     try:
-        while pending or active:
-            while pending and len(active) < limit:
-                ep = pending.pop()
-                episodes_of[ep.group].append(ep)
-                ep.env = spare_env.pop() if spare_env else None
-                _start(ep, factory, split)
-                if ep.done:
-                    finish(ep)
-                else:
-                    active.append(ep)
-            if not active:
-                continue
-            gens = _generate(policy, active)
-            for ep, gen in zip(active, gens, strict=True):
-                _advance(ep, gen, threshold_turns, max_turns is not None)
-                if ep.done:
-                    finish(ep)
-            active = [e for e in active if not e.done]
-            if bar is not None:
-                bar.set_postfix(active=len(active), groups=len(finished))
+        _run(pending, [first], factory, split, policy, max_concurrent or len(pending),
+             (turn_cap, max_turns is not None), groups)  # fmt: skip
     finally:
         if bar is not None:
             bar.close()
-    return [finished[g] for g in sorted(finished)]
+    return groups.in_task_order()
 
 
-def _start(ep: _Episode, factory: Callable[[], Env], split: str) -> None:
-    ep.started = time.perf_counter()
-    ep.counts = {
-        "tool_calls": 0,
-        "tool_errors": 0,
-        "completion_tokens": 0,
-        "prompt_tokens": 0,
-        "env_reward": 0.0,
-        "prompt_truncations": 0,
-    }
-    try:
-        if ep.env is None:
-            ep.env = factory()
-        messages, info = ep.env.reset(seed=ep.seed, options={"task_id": ep.task.id, "split": split})
-        ep.messages = [_clean(m) for m in messages]
-        ep.tools = list(info.get("tools") or [])
-    except Exception as e:
-        ep.error = f"env.reset: {type(e).__name__}: {e}"
-        ep.done = True
+@dataclass(frozen=True)
+class _Plan:
+    """One group to roll out: its slot in the task selection, its task and its id."""
+
+    slot: int
+    task: Task
+    gid: str
+
+
+def _plan_groups(
+    tasks: Sequence[Task],
+    run_id: str,
+    step: int,
+    env_id: str,
+    seed: int,
+    skip_group_ids: Collection[str],
+    skipped: list[str] | None,
+) -> list[_Plan]:
+    """The groups of ``tasks`` still to run (ids in ``skip_group_ids`` go to ``skipped``)."""
+    plans = []
+    for slot, task in enumerate(tasks):
+        gid = _group_id(run_id, step, env_id, task.id, seed, slot)
+        if gid not in skip_group_ids:
+            plans.append(_Plan(slot, task, gid))
+        elif skipped is not None:
+            skipped.append(gid)
+    return plans
+
+
+def _episodes(plans: list[_Plan], group_size: int, seed: int, step: int) -> list[_Episode]:
+    """Every episode of ``plans``, seeded, in reverse start order (``pop()`` keeps task order)."""
+    pending = [
+        _Episode(
+            group=g,
+            index=i,
+            task=p.task,
+            env=None,
+            seed=derive_seed("episode", seed, step, p.task.id, p.slot, i) % (2**31),
+            traj_id="traj-" + content_hash([p.gid, i])[:12],
+        )
+        for g, p in enumerate(plans)
+        for i in range(group_size)
+    ]
+    pending.reverse()
+    return pending
+
+
+class _Groups:
+    """The episodes of each planned group; a group is assembled and handed to ``on_group`` the
+    moment its last episode ends."""
+
+    def __init__(
+        self,
+        plans: list[_Plan],
+        group_size: int,
+        run_id: str,
+        step: int,
+        env_id: str,
+        on_group: Callable[[Group], None] | None,
+        bar: Any,
+    ) -> None:
+        self.plans, self.run_id, self.step, self.env_id = plans, run_id, step, env_id
+        self.on_group, self.bar = on_group, bar
+        self.remaining = {g: group_size for g in range(len(plans))}
+        self.episodes_of: dict[int, list[_Episode]] = {g: [] for g in range(len(plans))}
+        self.finished: dict[int, Group] = {}
+
+    def started(self, ep: _Episode) -> None:
+        self.episodes_of[ep.group].append(ep)
+
+    def finish(self, ep: _Episode) -> None:
+        ep.done, ep.ended = True, time.perf_counter()
+        if self.bar is not None:
+            self.bar.update(1)
+        self.remaining[ep.group] -= 1
+        if self.remaining[ep.group] == 0:
+            p = self.plans[ep.group]
+            group = assemble_group(p.gid, self.run_id, self.step, self.env_id, p.task,
+                                   self.episodes_of[ep.group])  # fmt: skip
+            self.finished[ep.group] = group
+            if self.on_group is not None:
+                self.on_group(group)
+
+    def in_task_order(self) -> list[Group]:
+        return [self.finished[g] for g in sorted(self.finished)]
+
+
+def _run(
+    pending: list[_Episode],
+    spare_env: list[Env],
+    factory: Callable[[], Env],
+    split: str,
+    policy: Policy,
+    limit: int,
+    turn_cap: tuple[int, bool],
+    groups: _Groups,
+) -> None:
+    """The lockstep loop: start episodes up to ``limit`` in flight, one batched generation for
+    all of them, step each env, repeat until every episode has ended."""
+    active: list[_Episode] = []
+    while pending or active:
+        while pending and len(active) < limit:
+            ep = pending.pop()
+            groups.started(ep)
+            ep.env = spare_env.pop() if spare_env else None
+            _start(ep, factory, split)
+            if ep.done:
+                groups.finish(ep)
+            else:
+                active.append(ep)
+        if not active:
+            continue
+        gens = _generate(policy, active)
+        for ep, gen in zip(active, gens, strict=True):
+            _advance(ep, gen, *turn_cap)
+            if ep.done:
+                groups.finish(ep)
+        active = [e for e in active if not e.done]
+        if groups.bar is not None:
+            groups.bar.set_postfix(active=len(active), groups=len(groups.finished))
 
 
 def _generate(policy: Policy, active: list[_Episode]) -> list[Generation]:
@@ -313,51 +356,6 @@ def _generate(policy: Policy, active: list[_Episode]) -> list[Generation]:
 
 def _failed(policy: Policy, e: Exception) -> Generation:
     return Generation.failed(policy.name, f"policy.generate: {type(e).__name__}: {e}")
-
-
-def _advance(ep: _Episode, gen: Generation, turn_cap: int, cap_is_user_limit: bool) -> None:
-    """Record one generation and step the env with it."""
-    if gen.error:
-        ep.error, ep.done = gen.error, True
-        return
-    ep.counts["completion_tokens"] += gen.completion_tokens or len(gen.completion_token_ids)
-    ep.counts["prompt_tokens"] += len(gen.prompt_token_ids)
-    ep.counts["prompt_truncations"] += sum("truncated" in n for n in gen.notes)
-    bad_text = _count_surrogates(gen.message)
-    if bad_text:
-        ep.counts["invalid_unicode"] = ep.counts.get("invalid_unicode", 0) + bad_text
-    ep.messages.append(_clean(gen.message))
-    ep.turns.append(
-        Turn(
-            message_index=len(ep.messages) - 1,
-            prompt_token_ids=gen.prompt_token_ids,
-            completion_token_ids=gen.completion_token_ids,
-            completion_logprobs=gen.completion_logprobs,
-            policy=gen.policy or None,
-        )
-    )
-    try:
-        new, reward, terminated, truncated, info = ep.env.step(copy.deepcopy(gen.message))
-    except Exception as e:
-        ep.error, ep.done = f"env.step: {type(e).__name__}: {e}", True
-        return
-    executed = info.get("assistant_message") or gen.message
-    ep.messages[-1] = _clean(executed)  # as the env ran it (e.g. call ids it assigned)
-    ep.messages.extend(_clean(m) for m in new)
-    ep.counts["env_reward"] += float(reward or 0.0)
-    ep.counts["tool_calls"] += len(executed.get("tool_calls") or [])
-    ep.counts["tool_errors"] += int(info.get("tool_errors") or 0)
-    for name in info.get("hack_signals") or []:
-        if name not in ep.hack_signals:
-            ep.hack_signals.append(str(name))
-    if terminated or truncated:
-        vr = info.get("verifiable_reward")
-        ep.verifiable_reward = None if vr is None else float(vr)
-        ep.truncated, ep.done = bool(truncated and not terminated), True
-    elif len(ep.turns) >= turn_cap:
-        ep.truncated, ep.done = True, True
-        if not cap_is_user_limit:
-            ep.error = f"env did not end the episode after {len(ep.turns)} turns (max_turns + 2)"
 
 
 class _StoreWriter:

@@ -1,24 +1,36 @@
 """One episode of a rollout while it runs, and what it becomes: a Trajectory, then a Group.
 
-The rollout driver (``rollout.py``) keeps an :class:`Episode` per running episode and calls
-:func:`to_trajectory` when it ends and :func:`assemble_group` when the last episode of a task
-ends. The group carries the env's tool schemas once (``Group.tools``: what the judge is shown),
-taken from the first of its episodes whose ``reset`` offered any.
+The rollout driver (``rollout.py``) keeps an :class:`Episode` per running episode: :func:`start`
+resets its env, :func:`advance` records one generation and steps the env with it, and the
+driver calls :func:`to_trajectory` when it ends and :func:`assemble_group` when the last episode
+of a task ends. The group carries the env's tool schemas once (``Group.tools``: what the judge
+is shown), taken from the first of its episodes whose ``reset`` offered any.
 
-What it does not do: run envs or policies, or write anything.
+What it does not do: call the policy or batch episodes (``rollout.py``), or write anything.
 """
 
 from __future__ import annotations
 
+import copy
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from rankgym.envs.base import Env, Task
+from rankgym.envs.policies.base import Generation
 from rankgym.types import Group, Message, Trajectory, Turn
 
-__all__ = ["Episode", "assemble_group", "clean_message", "count_surrogates", "to_trajectory"]
+__all__ = [
+    "Episode",
+    "advance",
+    "assemble_group",
+    "clean_message",
+    "count_surrogates",
+    "start",
+    "to_trajectory",
+]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _MESSAGE_KEYS = set(Message.model_fields) - {"schema_version"}
@@ -101,3 +113,71 @@ def assemble_group(
         trajectories=[to_trajectory(e, env_id) for e in episodes],
         tools=tools,
     )
+
+
+def start(ep: Episode, factory: Callable[[], Env], split: str) -> None:
+    """Reset the episode's env (made by ``factory`` if it has none) on its task; an exception
+    ends the episode with ``error`` set."""
+    ep.started = time.perf_counter()
+    ep.counts = {
+        "tool_calls": 0,
+        "tool_errors": 0,
+        "completion_tokens": 0,
+        "prompt_tokens": 0,
+        "env_reward": 0.0,
+        "prompt_truncations": 0,
+    }
+    try:
+        if ep.env is None:
+            ep.env = factory()
+        messages, info = ep.env.reset(seed=ep.seed, options={"task_id": ep.task.id, "split": split})
+        ep.messages = [clean_message(m) for m in messages]
+        ep.tools = list(info.get("tools") or [])
+    except Exception as e:
+        ep.error = f"env.reset: {type(e).__name__}: {e}"
+        ep.done = True
+
+
+def advance(ep: Episode, gen: Generation, turn_cap: int, cap_is_user_limit: bool) -> None:
+    """Record one generation and step the env with it."""
+    if gen.error:
+        ep.error, ep.done = gen.error, True
+        return
+    ep.counts["completion_tokens"] += gen.completion_tokens or len(gen.completion_token_ids)
+    ep.counts["prompt_tokens"] += len(gen.prompt_token_ids)
+    ep.counts["prompt_truncations"] += sum("truncated" in n for n in gen.notes)
+    bad_text = count_surrogates(gen.message)
+    if bad_text:
+        ep.counts["invalid_unicode"] = ep.counts.get("invalid_unicode", 0) + bad_text
+    ep.messages.append(clean_message(gen.message))
+    ep.turns.append(
+        Turn(
+            message_index=len(ep.messages) - 1,
+            prompt_token_ids=gen.prompt_token_ids,
+            completion_token_ids=gen.completion_token_ids,
+            completion_logprobs=gen.completion_logprobs,
+            policy=gen.policy or None,
+        )
+    )
+    try:
+        new, reward, terminated, truncated, info = ep.env.step(copy.deepcopy(gen.message))
+    except Exception as e:
+        ep.error, ep.done = f"env.step: {type(e).__name__}: {e}", True
+        return
+    executed = info.get("assistant_message") or gen.message
+    ep.messages[-1] = clean_message(executed)  # as the env ran it (e.g. call ids it assigned)
+    ep.messages.extend(clean_message(m) for m in new)
+    ep.counts["env_reward"] += float(reward or 0.0)
+    ep.counts["tool_calls"] += len(executed.get("tool_calls") or [])
+    ep.counts["tool_errors"] += int(info.get("tool_errors") or 0)
+    for name in info.get("hack_signals") or []:
+        if name not in ep.hack_signals:
+            ep.hack_signals.append(str(name))
+    if terminated or truncated:
+        vr = info.get("verifiable_reward")
+        ep.verifiable_reward = None if vr is None else float(vr)
+        ep.truncated, ep.done = bool(truncated and not terminated), True
+    elif len(ep.turns) >= turn_cap:
+        ep.truncated, ep.done = True, True
+        if not cap_is_user_limit:
+            ep.error = f"env did not end the episode after {len(ep.turns)} turns (max_turns + 2)"
