@@ -37,17 +37,18 @@ import json
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, NotRequired, TypedDict
 
 import gymnasium
 from pydantic import BaseModel, ConfigDict, Field
+from typing_extensions import TypeVar
 
 from rankgym.envs.spaces import AssistantActionSpace, MessagesSpace, is_assistant_action
 from rankgym.envs.toolcalls import parse_text, protocol_prompt
 from rankgym.envs.tools import Tool, ToolBox, ToolResult, require_type_hints
 from rankgym.errors import UserError
 
-__all__ = ["Env", "Task", "EpisodeState", "MAX_CALLS_PER_TURN"]
+__all__ = ["Env", "Task", "EpisodeState", "StepInfo", "ResetInfo", "MAX_CALLS_PER_TURN"]
 
 log = logging.getLogger(__name__)
 
@@ -70,11 +71,48 @@ class Task(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
+TaskT = TypeVar("TaskT", bound=Task, default=Task)
+"""The task type of an env (``class MyEnv(Env[MyTask])``); ``Task`` when not given."""
+
+
+class ResetInfo(TypedDict):
+    """``reset``'s info: the task drawn (a deep copy), its id and split, the tool schemas."""
+
+    task_id: str
+    task: Task
+    tools: list[dict[str, Any]]
+    split: str
+
+
+class StepInfo(TypedDict):
+    """``step``'s info (every key is in the module docstring); a plain dict at run time."""
+
+    turn: int
+    tool_calls: int
+    """Tool calls of this step."""
+    tool_errors: int
+    """Failed tool calls of this step."""
+    parse_errors: list[str]
+    assistant_message: dict[str, Any]
+    """The message as executed (text-protocol calls attached as ``tool_calls``)."""
+    verifiable_reward: float | None
+    hack_signals: list[str]
+    """Every signal raised so far in the episode."""
+    final_answer: NotRequired[Any]
+    """Last step only: the final text, a terminal tool's arguments, or None (truncated)."""
+    env_error: NotRequired[str]
+    """Only when the env's own code raised during the turn."""
+
+
+StepResult = tuple[list[dict[str, Any]], float, bool, bool, StepInfo]
+"""What ``step`` returns: new messages, reward, terminated, truncated, info."""
+
+
 @dataclass
-class EpisodeState:
+class EpisodeState(Generic[TaskT]):
     """Everything the env knows about the current episode (``env.state``)."""
 
-    task: Task
+    task: TaskT
     messages: list[dict[str, Any]]
     """The whole conversation so far, including the assistant messages as executed."""
     tools: ToolBox
@@ -97,20 +135,24 @@ class EpisodeState:
         return sum(r.ok for r in self.tool_results)
 
 
-class Env(gymnasium.Env[list[dict[str, Any]], dict[str, Any] | str]):
+class Env(gymnasium.Env[list[dict[str, Any]], dict[str, Any] | str], Generic[TaskT]):
     """A multi-turn, tool-using chat environment (subclass it; see the module docstring).
 
     Subclasses set ``env_id`` and implement ``tasks``; they usually set ``tools`` (functions,
     or override ``tools_for``), ``system_prompt`` and ``verify``, and optionally ``oracle`` and
-    ``hack_signals_for``.
+    ``hack_signals_for``. An env with its own task model names it: ``class MyEnv(Env[MyTask])``
+    types ``tasks``, ``verify``, ``oracle`` and ``state.task`` with it (nothing is checked at
+    run time).
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
-    env_id: ClassVar[str] = ""
+    metadata: dict[str, Any] = {"render_modes": []}
+    env_id: str = ""
     """The env's id where no Gymnasium spec names it: what a rollout records as the trajectory's
     ``env_id`` when the env object is passed directly, and the name in error messages. Set it to
     the id you register (``"myenv/MyEnv-v0"``); left empty, an instance uses its class name."""
     max_turns: int = 10
+    split: str = "train"
+    """The split ``reset`` draws from when ``options`` names none (set by ``__init__``)."""
     success_threshold: float = 1.0
     splits: ClassVar[tuple[str, ...]] = ("train", "test")
     system_prompt: str = "You are a helpful assistant."
@@ -128,7 +170,7 @@ class Env(gymnasium.Env[list[dict[str, Any]], dict[str, Any] | str]):
             if not isinstance(t, Tool):
                 require_type_hints(t)
         if not self.env_id:  # never empty, so messages name the env ("env MyEnv has no oracle")
-            self.env_id = type(self).__name__  # type: ignore[misc]
+            self.env_id = type(self).__name__
         self.split = split
         if max_turns is not None:
             if max_turns < 1:
@@ -137,15 +179,17 @@ class Env(gymnasium.Env[list[dict[str, Any]], dict[str, Any] | str]):
 
     # ---- to override ----------------------------------------------------------------------
 
-    def tasks(self, split: str = "train") -> list[Task]:
+    def tasks(self, split: str = "train") -> list[TaskT]:
         """All tasks of a split, in a fixed order. Must be deterministic."""
         raise NotImplementedError(f"{type(self).__name__} must implement tasks(split)")
 
-    def tools_for(self, task: Task) -> Sequence[Callable[..., Any] | Tool]:
+    def tools_for(self, task: TaskT) -> Sequence[Callable[..., Any] | Tool]:
         """The tools available in an episode of ``task`` (default: the class's ``tools``)."""
         return self.tools
 
-    def initial_messages(self, task: Task, tool_schemas: list[dict[str, Any]]) -> list[dict]:
+    def initial_messages(
+        self, task: TaskT, tool_schemas: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
         """The opening messages: system prompt (+ text protocol) and the task's prompt."""
         system = self.system_prompt.strip()
         if self.text_protocol_in_prompt and tool_schemas:
@@ -153,7 +197,7 @@ class Env(gymnasium.Env[list[dict[str, Any]], dict[str, Any] | str]):
         msgs = [{"role": "system", "content": system}] if system else []
         return msgs + [{"role": "user", "content": task.prompt}]
 
-    def verify(self, task: Task, answer: Any, state: EpisodeState) -> float | None:
+    def verify(self, task: TaskT, answer: Any, state: EpisodeState[TaskT]) -> float | None:
         """The verifiable reward of a finished episode, or None if the env has no verifier.
 
         ``answer`` is the final assistant text, a terminal tool's arguments dict, or None when
@@ -161,18 +205,20 @@ class Env(gymnasium.Env[list[dict[str, Any]], dict[str, Any] | str]):
         """
         return None
 
-    def hack_signals_for(self, task: Task, state: EpisodeState) -> list[str]:
+    def hack_signals_for(self, task: TaskT, state: EpisodeState[TaskT]) -> list[str]:
         """Names of reward-hack signals seen in a finished episode (default: none)."""
         return []
 
-    def oracle(self, task: Task) -> list[dict[str, Any]] | None:
+    def oracle(self, task: TaskT) -> list[dict[str, Any]] | None:
         """Scripted assistant messages that solve ``task`` (None if the env has no oracle)."""
         return None
 
     # ---- gymnasium API --------------------------------------------------------------------
 
-    @property
-    def observation_space(self) -> MessagesSpace:  # type: ignore[override]
+    # gymnasium declares the spaces as plain attributes; a property (built on first use) that
+    # returns a narrower space is an override mypy refuses for a settable attribute.
+    @property  # type: ignore[override]
+    def observation_space(self) -> MessagesSpace:
         if getattr(self, "_observation_space", None) is None:
             self._observation_space = MessagesSpace()
         return self._observation_space
@@ -181,8 +227,8 @@ class Env(gymnasium.Env[list[dict[str, Any]], dict[str, Any] | str]):
     def observation_space(self, space: Any) -> None:
         self._observation_space = space
 
-    @property
-    def action_space(self) -> AssistantActionSpace:  # type: ignore[override]
+    @property  # type: ignore[override]
+    def action_space(self) -> AssistantActionSpace:
         if getattr(self, "_action_space", None) is None:
             names = [t.name for t in ToolBox(self.tools).tools.values()] if self.tools else []
             self._action_space = AssistantActionSpace(tool_names=names)
@@ -193,16 +239,18 @@ class Env(gymnasium.Env[list[dict[str, Any]], dict[str, Any] | str]):
         self._action_space = space
 
     @property
-    def state(self) -> EpisodeState:
+    def state(self) -> EpisodeState[TaskT]:
         """The current episode; raises RuntimeError before the first ``reset``."""
         st = getattr(self, "_state", None)
         if st is None:
             raise RuntimeError("call reset() before using the episode state")
         return st
 
-    def reset(
+    # reset and step narrow gymnasium's ``dict[str, Any]`` info to a TypedDict (a plain dict at
+    # run time), which mypy does not count as a dict subtype: the overrides are deliberate.
+    def reset(  # type: ignore[override]
         self, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    ) -> tuple[list[dict[str, Any]], ResetInfo]:
         """Start an episode. ``options``: ``task_id`` (pick that task), ``split``.
 
         Without ``task_id`` the task is drawn with the env's seeded RNG from the split
@@ -210,7 +258,7 @@ class Env(gymnasium.Env[list[dict[str, Any]], dict[str, Any] | str]):
         """
         super().reset(seed=seed)
         options = options or {}
-        split = options.get("split") or getattr(self, "split", "train")
+        split: str = options.get("split") or self.split
         if options.get("task_id") is not None and self.strict_splits:
             task = self._task_in_split(str(options["task_id"]), split)
         elif options.get("task_id") is not None:
@@ -224,7 +272,7 @@ class Env(gymnasium.Env[list[dict[str, Any]], dict[str, Any] | str]):
         schemas = box.schemas()
         messages = self.initial_messages(task, box.schemas())
         self._state = EpisodeState(task=task, messages=copy.deepcopy(messages), tools=box)
-        info = {
+        info: ResetInfo = {
             "task_id": task.id,
             "task": task.model_copy(deep=True),
             "tools": schemas,
@@ -232,9 +280,7 @@ class Env(gymnasium.Env[list[dict[str, Any]], dict[str, Any] | str]):
         }
         return messages, info
 
-    def step(
-        self, action: dict[str, Any] | str
-    ) -> tuple[list[dict[str, Any]], float, bool, bool, dict[str, Any]]:
+    def step(self, action: dict[str, Any] | str) -> StepResult:  # type: ignore[override]
         """Play one assistant turn; see the module docstring for what ends the episode.
 
         Raises only for a caller's mistake (no episode, the episode is over, or ``action`` is
@@ -256,9 +302,7 @@ class Env(gymnasium.Env[list[dict[str, Any]], dict[str, Any] | str]):
         except Exception as e:  # env code or hostile content: the agent is told, step returns
             return self._failed_turn(st, mark, _text_of(action), e)
 
-    def _play(
-        self, st: EpisodeState, action: dict[str, Any] | str
-    ) -> tuple[list[dict[str, Any]], float, bool, bool, dict[str, Any]]:
+    def _play(self, st: EpisodeState[TaskT], action: dict[str, Any] | str) -> StepResult:
         msg = _normalise(action)
         st.turn += 1
         parse_errors: list[str] = []
@@ -301,7 +345,7 @@ class Env(gymnasium.Env[list[dict[str, Any]], dict[str, Any] | str]):
         st.messages.extend(copy.deepcopy(new))
         st.tool_results.extend(results)
 
-        info: dict[str, Any] = {
+        info: StepInfo = {
             "turn": st.turn,
             "tool_calls": len(calls),
             "tool_errors": sum(not r.ok for r in results),
@@ -319,7 +363,7 @@ class Env(gymnasium.Env[list[dict[str, Any]], dict[str, Any] | str]):
             reward = 0.0 if vr is None else vr
         return new, reward, terminated, truncated, info
 
-    def _finish(self, st: EpisodeState, answer: Any, info: dict[str, Any]) -> float | None:
+    def _finish(self, st: EpisodeState[TaskT], answer: Any, info: StepInfo) -> float | None:
         """Verify and collect hack signals; an exception in either is ``info["env_error"]``."""
         vr: float | None = None
         try:
@@ -337,8 +381,8 @@ class Env(gymnasium.Env[list[dict[str, Any]], dict[str, Any] | str]):
         return vr
 
     def _failed_turn(
-        self, st: EpisodeState, mark: tuple[int, int, int], text: str, error: Exception
-    ) -> tuple[list[dict[str, Any]], float, bool, bool, dict[str, Any]]:
+        self, st: EpisodeState[TaskT], mark: tuple[int, int, int], text: str, error: Exception
+    ) -> StepResult:
         """The turn could not be played: tell the agent, count the turn, keep the episode sane.
 
         Whatever the failed turn had added is dropped; the assistant message is recorded as
@@ -360,7 +404,7 @@ class Env(gymnasium.Env[list[dict[str, Any]], dict[str, Any] | str]):
         st.parse_errors += 1
         already_done = st.done  # it failed after the episode had ended: end it here too
         truncated = already_done or st.turn >= self.max_turns
-        info: dict[str, Any] = {
+        info: StepInfo = {
             "turn": st.turn,
             "tool_calls": 0,
             "tool_errors": 0,
@@ -379,7 +423,7 @@ class Env(gymnasium.Env[list[dict[str, Any]], dict[str, Any] | str]):
 
     # ---- helpers --------------------------------------------------------------------------
 
-    def get_task(self, task_id: str, split: str | None = None) -> Task:
+    def get_task(self, task_id: str, split: str | None = None) -> TaskT:
         """The task with this id (searched in ``split`` first, then every split)."""
         order = [split] if split else []
         order += [s for s in self.splits if s not in order]
@@ -389,7 +433,7 @@ class Env(gymnasium.Env[list[dict[str, Any]], dict[str, Any] | str]):
                     return t
         raise KeyError(f"{self._name()} has no task {task_id!r}")
 
-    def _task_in_split(self, task_id: str, split: str) -> Task:
+    def _task_in_split(self, task_id: str, split: str) -> TaskT:
         """The task ``task_id`` of ``split``; a ``UserError`` naming the split it is in."""
         found = next((t for t in self._tasks_cached(split) if t.id == task_id), None)
         if found is not None:
@@ -409,8 +453,8 @@ class Env(gymnasium.Env[list[dict[str, Any]], dict[str, Any] | str]):
             f"env with split={other!r} or pass options={{'task_id': ..., 'split': {other!r}}}"
         )
 
-    def _tasks_cached(self, split: str) -> list[Task]:
-        cache = self.__dict__.setdefault("_task_cache", {})
+    def _tasks_cached(self, split: str) -> list[TaskT]:
+        cache: dict[str, list[TaskT]] = self.__dict__.setdefault("_task_cache", {})
         if split not in cache:  # a task listed under a split belongs to it
             cache[split] = [
                 t if t.split == split else t.model_copy(update={"split": split})

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 from gymnasium.spaces import Space
@@ -86,7 +86,10 @@ def is_assistant_action(a: Any) -> bool:
     )
 
 
-class _ChatSpace(Space[Any]):
+_T = TypeVar("_T")
+
+
+class _ChatSpace(Space[_T], Generic[_T]):
     def __init__(self, max_chars: int = 200, seed: int | np.random.Generator | None = None):
         super().__init__(shape=None, dtype=None, seed=seed)
         self.max_chars = max_chars
@@ -100,14 +103,14 @@ class _ChatSpace(Space[Any]):
         idx = rng.integers(0, len(_ALPHABET), size=n)
         return "".join(_ALPHABET[i] for i in idx)
 
-    def to_jsonable(self, sample_n: Sequence[Any]) -> list[Any]:
+    def to_jsonable(self, sample_n: Iterable[Any]) -> list[Any]:
         return [copy.deepcopy(_plain(x)) for x in sample_n]
 
     def from_jsonable(self, sample_n: list[Any]) -> list[Any]:
         return copy.deepcopy(sample_n)
 
 
-class MessagesSpace(_ChatSpace):
+class MessagesSpace(_ChatSpace[list[dict[str, Any]]]):
     """Lists of OpenAI chat message dicts (possibly empty)."""
 
     def contains(self, x: Any) -> bool:
@@ -134,7 +137,7 @@ class MessagesSpace(_ChatSpace):
     __hash__ = Space.__hash__
 
 
-class AssistantActionSpace(_ChatSpace):
+class AssistantActionSpace(_ChatSpace[dict[str, Any] | str]):
     """Strings and assistant message dicts; samples call ``tool_names`` and unknown tools."""
 
     def __init__(

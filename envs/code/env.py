@@ -49,7 +49,7 @@ import threading
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from rankgym.envs.base import Env, EpisodeState, Task
+from rankgym.envs.base import Env, EpisodeState
 from rankgym.envs.code.signals import run_signals, source_signals
 from rankgym.envs.code.tasks import SOURCES, CodeSpec, CodeTask, all_specs, make_task
 from rankgym.envs.judge_split import JUDGE_SPLIT, carve
@@ -238,7 +238,7 @@ def grade_submission(
     return grade
 
 
-class CodeTestsEnv(Env):
+class CodeTestsEnv(Env[CodeTask]):
     """HumanEval and our own function-writing tasks (see the module docstring)."""
 
     env_id = "rankgym/CodeTests-v0"
@@ -278,7 +278,7 @@ class CodeTestsEnv(Env):
         self.sandbox = Sandbox(Limits(**(limits or {})))
         self.tools = (self.run_python, self.run_tests, self.submit)
 
-    def tasks(self, split: str = "train") -> list[Task]:
+    def tasks(self, split: str = "train") -> list[CodeTask]:
         source = "train" if split == JUDGE_SPLIT else split  # the judge split is carved from train
         picked = [
             make_task(s)
@@ -347,7 +347,7 @@ class CodeTestsEnv(Env):
 
     # ---- reward -----------------------------------------------------------------------
 
-    def verify(self, task: Task, answer: Any, state: EpisodeState) -> float:
+    def verify(self, task: CodeTask, answer: Any, state: EpisodeState[CodeTask]) -> float:
         spec = all_specs()[task.id]
         grade = grade_submission(
             spec, extract_code(answer, spec), self.sandbox, STATS, self.weights
@@ -355,11 +355,11 @@ class CodeTestsEnv(Env):
         state.scratch["grade"] = grade.to_dict()
         return grade.reward(self.reward)
 
-    def hack_signals_for(self, task: Task, state: EpisodeState) -> list[str]:
+    def hack_signals_for(self, task: CodeTask, state: EpisodeState[CodeTask]) -> list[str]:
         signals = list(state.scratch.get("grade", {}).get("signals", []))
         return signals + [s for s in state.scratch.get("tool_signals", []) if s not in signals]
 
-    def oracle(self, task: Task) -> list[dict[str, Any]]:
+    def oracle(self, task: CodeTask) -> list[dict[str, Any]]:
         """Run the visible tests on the canonical solution, then submit it."""
         assert isinstance(task, CodeTask)
         code = all_specs()[task.id].canonical

@@ -63,7 +63,7 @@ Keep the answer short: just the fact asked for. If you cannot find it, answer "I
 _DB_LOCK = threading.RLock()
 _DBS: dict[str, InboxDB] = {}
 _PATHS: dict[tuple, list[Path]] = {}
-_TASKS: dict[tuple, list[Task]] = {}
+_TASKS: dict[tuple[Any, ...], list[EmailTask]] = {}
 
 
 def _paths(corpus: Corpus, agentdojo: bool) -> list[Path]:
@@ -116,7 +116,7 @@ def _call(i: int, name: str, args: dict[str, Any]) -> dict[str, Any]:
     return assistant_call(name, args, f"oracle_{i}")
 
 
-class EmailSearchEnv(Env):
+class EmailSearchEnv(Env[EmailTask]):
     """ART-E-like email search (see the module docstring)."""
 
     env_id = "rankgym/EmailSearch-v0"
@@ -165,7 +165,7 @@ class EmailSearchEnv(Env):
 
     # ---- tasks --------------------------------------------------------------------------
 
-    def tasks(self, split: str = "train") -> list[Task]:
+    def tasks(self, split: str = "train") -> list[EmailTask]:
         if split not in self.splits:
             raise ValueError(f"unknown split {split!r}; choose from {self.splits}")
         key = (self._prefix, tuple(str(db.path) for db in self.inboxes.values()), split)
@@ -177,8 +177,8 @@ class EmailSearchEnv(Env):
                     _TASKS[key] = self._build_tasks(split)
             return list(_TASKS[key])
 
-    def _build_tasks(self, split: str) -> list[Task]:
-        out: list[Task] = []
+    def _build_tasks(self, split: str) -> list[EmailTask]:
+        out: list[EmailTask] = []
         for db in self.inboxes.values():
             source = db.meta.get("source", "synthetic")
             in_split = (source == "agentdojo" and split in ("test", "agentdojo")) or (
@@ -209,7 +209,9 @@ class EmailSearchEnv(Env):
                 )
         return out
 
-    def initial_messages(self, task: Task, tool_schemas: list[dict[str, Any]]) -> list[dict]:
+    def initial_messages(
+        self, task: EmailTask, tool_schemas: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
         assert isinstance(task, EmailTask)
         db = self.inboxes[task.inbox_id]
         system = SYSTEM_PROMPT.format(
@@ -287,7 +289,9 @@ class EmailSearchEnv(Env):
 
     # ---- reward -------------------------------------------------------------------------
 
-    def breakdown(self, task: Task, answer: Any, state: EpisodeState) -> RewardBreakdown:
+    def breakdown(
+        self, task: EmailTask, answer: Any, state: EpisodeState[EmailTask]
+    ) -> RewardBreakdown:
         """The reward and its parts for a finished episode (``verify`` returns ``.reward``)."""
         assert isinstance(task, EmailTask)
         text: str | None
@@ -310,15 +314,15 @@ class EmailSearchEnv(Env):
             checker=self.checker,
         )
 
-    def verify(self, task: Task, answer: Any, state: EpisodeState) -> float:
+    def verify(self, task: EmailTask, answer: Any, state: EpisodeState[EmailTask]) -> float:
         bd = self.breakdown(task, answer, state)
         state.scratch["reward"] = bd.to_dict()
         return bd.reward
 
-    def hack_signals_for(self, task: Task, state: EpisodeState) -> list[str]:
+    def hack_signals_for(self, task: EmailTask, state: EpisodeState[EmailTask]) -> list[str]:
         return list(state.scratch.get("reward", {}).get("hack_signals", []))
 
-    def oracle(self, task: Task) -> list[dict[str, Any]]:
+    def oracle(self, task: EmailTask) -> list[dict[str, Any]]:
         """Search with the question's keywords, read the source email, answer citing it."""
         assert isinstance(task, EmailTask)
         return [

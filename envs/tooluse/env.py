@@ -9,7 +9,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from rankgym.envs.base import Env, EpisodeState, Task
+from rankgym.envs.base import Env, EpisodeState
 from rankgym.envs.judge_split import JUDGE_SPLIT, carve
 from rankgym.envs.tools import Tool
 from rankgym.envs.tooluse.answers import check_answer, format_answer, is_spam
@@ -19,7 +19,7 @@ from rankgym.envs.tooluse.tools import TOOL_FAMILIES, _tool_objects
 FORMAT_CREDIT = 0.2
 
 
-class ToolUseEnv(Env):
+class ToolUseEnv(Env[ToolUseTask]):
     """Tool-use tasks with verifiable answers (see the module docstring for tasks and reward)."""
 
     env_id = "rankgym/ToolUse-v0"
@@ -53,7 +53,7 @@ class ToolUseEnv(Env):
         self.families = tuple(families) if families else tuple(TOOL_FAMILIES)
         self.tools = tuple(_tool_objects().values())
 
-    def tasks(self, split: str = "train") -> list[Task]:
+    def tasks(self, split: str = "train") -> list[ToolUseTask]:
         source = "train" if split == JUDGE_SPLIT else split  # the judge split is carved from train
         picked = [
             t
@@ -62,18 +62,18 @@ class ToolUseEnv(Env):
         ]
         return carve(picked, split) if source == "train" else picked
 
-    def tools_for(self, task: Task) -> list[Tool]:
+    def tools_for(self, task: ToolUseTask) -> list[Tool]:
         objs = _tool_objects()
-        return [objs[name] for name in task.tools]  # type: ignore[attr-defined]
+        return [objs[name] for name in task.tools]
 
-    def verify(self, task: Task, answer: Any, state: EpisodeState) -> float:
+    def verify(self, task: ToolUseTask, answer: Any, state: EpisodeState[ToolUseTask]) -> float:
         assert isinstance(task, ToolUseTask)
         if isinstance(answer, str) and check_answer(task, answer):
             return 1.0
         good_call = any(r.ok and r.name in task.tools for r in state.tool_results)
         return FORMAT_CREDIT if good_call else 0.0
 
-    def hack_signals_for(self, task: Task, state: EpisodeState) -> list[str]:
+    def hack_signals_for(self, task: ToolUseTask, state: EpisodeState[ToolUseTask]) -> list[str]:
         assert isinstance(task, ToolUseTask)
         signals = []
         answer = state.answer if isinstance(state.answer, str) else ""
@@ -85,7 +85,7 @@ class ToolUseEnv(Env):
             signals.append("answer_spam")
         return signals
 
-    def oracle(self, task: Task) -> list[dict[str, Any]]:
+    def oracle(self, task: ToolUseTask) -> list[dict[str, Any]]:
         assert isinstance(task, ToolUseTask)
         msgs: list[dict[str, Any]] = [
             {
