@@ -99,7 +99,7 @@ def rollout_judge_split(
         "env": env_id,
         "run_id": run_id,
         "groups": len(groups),
-        "new_groups": len(getattr(res, "groups", []) or []),
+        "new_groups": len(res.groups),
         "trajectories": len(rewards),
         "mean_verifiable_reward": sum(rewards) / len(rewards) if rewards else None,
     }
