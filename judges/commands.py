@@ -23,22 +23,10 @@ from rankgym.store import Store
 from rankgym.terminal import printable
 
 from .agreement import agreement_report, disagreements, format_report
-from .group_judge import (
-    GroupJudge,
-    RetryPolicy,
-    presentation_cache_key,
-    presentation_orders,
-    summarize,
-)
-from .prompt import build_prompt, count_tokens, exact_token_counts, twins
+from .group_judge import GroupJudge, RetryPolicy, summarize
+from .method import GroupPlan
 from .router import install_file
-from .spec import (
-    check_credentials,
-    context_budget,
-    ensure_provider,
-    quiet_litellm,
-    spec_from_options,
-)
+from .spec import check_credentials, quiet_litellm, spec_from_options
 
 if TYPE_CHECKING:
     from rankgym.store import Store
@@ -127,100 +115,65 @@ def _judge(args: argparse.Namespace) -> dict[str, Any]:
 def _dry_run(
     args: argparse.Namespace, spec: JudgeSpec, store: Store, ids: list[str]
 ) -> dict[str, Any]:
-    """Build every request the judge would send, count its tokens, and send nothing.
+    """Print the group judge's plan (every request it would send, its token count) and send
+    nothing (``GroupJudge.plan``).
 
     Never loads or converts the local model (token counts for ``local/`` are estimates until
     its first real load); every string printed has its control characters escaped.
     """
-    quiet_litellm()
-    ensure_provider(spec.model)  # registers local/ prices (0); loads no model
-    budget = context_budget(spec)
-    groups_out, total_in, requests, cached = [], 0, 0, 0
-    n_shown = 0
-    for gid in ids:
-        g = store.get_group(gid)
-        copies = twins(g.trajectories)
-        shown = [t.id for t in g.trajectories if t.id not in copies]
-        n_shown += len(shown)
-        if not shown:
-            groups_out.append({"group_id": gid, "presentations": [], "note": "no trajectories"})
-            if not args.json:
-                print(f"=== group {printable(gid, one_line=True)}: no trajectories, nothing "
-                      "to judge (stored as unjudged) ===")  # fmt: skip
-            continue
-        orders = presentation_orders(shown, args.permutations, spec.seed, g.content_hash())
-        pres = []
-        for k, order in enumerate(orders):
-            tools = g.tools or None  # what GroupJudge shows: the group's own tool schemas
-            hit = (
-                store.cache_get(spec.spec_hash, presentation_cache_key(g, order, tools)) is not None
-            )
-            prompt = build_prompt(g, spec.rubric, order, tools)
-            n = count_tokens(spec.model, prompt.messages)
-            fits = budget is None or n <= budget
-            pres.append(
-                {
-                    "order": order,
-                    "input_tokens": n,
-                    "cached": hit,
-                    "fits": fits,
-                    "messages": prompt.messages,
-                }
-            )
-            if hit:
-                cached += 1
-            else:
-                total_in += n
-                requests += 1
-            if not args.json:
-                state = (
-                    "cached, no call" if hit else "fits" if fits else "too large: would be split"
-                )
-                same = f", {len(copies)} identical shown once" if copies else ""
-                print(f"=== group {printable(gid, one_line=True)} ({len(g.trajectories)} "
-                      f"trajectories{same}) presentation {k + 1}/{len(orders)}: {n} input "
-                      f"tokens ({state}) ===")  # fmt: skip
-                for m in prompt.messages:
-                    print(f"--- {m['role']} ---\n{printable(m['content'])}")
-        groups_out.append({"group_id": gid, "presentations": pres, "identical": copies})
-    est_out = 60 * n_shown * args.permutations
-    cost = None
-    try:
-        import litellm
-
-        p_in, p_out = litellm.cost_per_token(
-            model=spec.model, prompt_tokens=total_in, completion_tokens=est_out
-        )
-        cost = p_in + p_out
-    except Exception:  # LiteLLM has no price for this model: the cost is unknown (None)
-        pass
-    exact = exact_token_counts(spec.model)
+    groups = [store.get_group(gid) for gid in ids]
+    tools = {g.id: g.tools for g in groups if g.tools}  # what the judge shows: the group's own
+    plan = GroupJudge(spec, store, tools=tools).plan(groups, args.permutations)
+    if not args.json:
+        for gp in plan.groups:
+            _print_group_plan(gp)
     summary = {
         "dry_run": True,
         "groups": len(ids),
-        "requests": requests,
-        "cached": cached,
-        "input_tokens": total_in,
-        "token_counts": "exact" if exact else "estimate",
-        "estimated_output_tokens": est_out,
-        "estimated_cost_usd": cost,
+        "requests": plan.requests,
+        "cached": plan.cached,
+        "input_tokens": plan.input_tokens,
+        "token_counts": "exact" if plan.exact_token_counts else "estimate",
+        "estimated_output_tokens": plan.estimated_output_tokens,
+        "estimated_cost_usd": plan.estimated_cost_usd,
         "judged": 0,
         "unjudged": len(ids),
         "calls": 0,
         "output_tokens": 0,
         "spec_hash": spec.spec_hash,
         "model": spec.model,
-        "per_group": groups_out,
+        "per_group": [gp.to_dict() for gp in plan.groups],
     }
     if not args.json:
+        cost = plan.estimated_cost_usd
         money = f", about ${cost:.4f}" if cost is not None else ""
-        approx = "" if exact else " (estimated: the judge's own tokenizer is not at hand)"
+        approx = (
+            ""
+            if plan.exact_token_counts
+            else " (estimated: the judge's own tokenizer is not at hand)"
+        )
         print(
-            f"dry run: {len(ids)} groups, {requests} requests, {total_in} input tokens{approx} "
-            f"(+~{est_out} output{money}), {cached} presentations cached; judge "
-            f"{printable(spec.model, one_line=True)}, spec {spec.spec_hash}; nothing was sent"
+            f"dry run: {len(ids)} groups, {plan.requests} requests, {plan.input_tokens} input "
+            f"tokens{approx} (+~{plan.estimated_output_tokens} output{money}), {plan.cached} "
+            f"presentations cached; judge {printable(spec.model, one_line=True)}, spec "
+            f"{spec.spec_hash}; nothing was sent"
         )
     return summary
+
+
+def _print_group_plan(gp: GroupPlan) -> None:
+    """The requests of one group's plan, as ``--dry-run`` prints them."""
+    gid = printable(gp.group_id, one_line=True)
+    if gp.note is not None:
+        print(f"=== group {gid}: no trajectories, nothing to judge (stored as unjudged) ===")
+        return
+    same = f", {len(gp.identical)} identical shown once" if gp.identical else ""
+    for k, r in enumerate(gp.requests):
+        state = "cached, no call" if r.cached else "fits" if r.fits else "too large: would be split"
+        print(f"=== group {gid} ({gp.trajectories} trajectories{same}) presentation "
+              f"{k + 1}/{len(gp.requests)}: {r.input_tokens} input tokens ({state}) ===")  # fmt: skip
+        for m in r.messages:
+            print(f"--- {m['role']} ---\n{printable(m['content'])}")
 
 
 def _judge_all(

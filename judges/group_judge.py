@@ -38,8 +38,8 @@ import json
 import logging
 import random
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Unpack
 
 from rankgym.types import Group, Judgement, JudgeSpec, TrajectoryScore, content_hash
 
@@ -50,6 +50,15 @@ from .calling import (
     describe,
     is_context_error,
     is_retryable,
+)
+from .method import (
+    GroupPlan,
+    JudgeMethod,
+    JudgeOptions,
+    JudgePlan,
+    PlannedRequest,
+    judge_all,
+    make_plan,
 )
 from .parse import JudgeOutputError, parse_judge_reply
 from .prompt import PROMPT_FORMAT, JudgePrompt, build_prompt, count_tokens, twins
@@ -160,29 +169,51 @@ def _retry_messages(prompt: JudgePrompt, text: str, err: Exception) -> list[dict
     ]
 
 
-class GroupJudge:
-    """Judges groups under one spec; holds the call semaphore and the store."""
+class GroupJudge(JudgeMethod):
+    """Judges groups under one spec, the whole group in each call (module docstring); holds
+    the call semaphore and the store. The built-in :class:`~.method.JudgeMethod`."""
+
+    OUTPUT_TOKENS_PER_TRAJECTORY = 60
+    """The plan's estimate of answer tokens per trajectory shown (a score and a rationale)."""
 
     def __init__(
-        self,
-        spec: JudgeSpec,
-        store: Store | None = None,
-        *,
-        concurrency: int = 4,
-        retry: RetryPolicy | None = None,
-        tools: dict[str, list[dict[str, Any]]] | None = None,
+        self, spec: JudgeSpec, store: Store | None = None, **options: Unpack[JudgeOptions]
     ) -> None:
-        if "api_key" in spec.extra:
-            raise ValueError("api_key must not be stored in a judge spec; use the env variable")
-        self.spec = spec
-        self.spec_hash = spec.spec_hash
-        self.store = store
-        self.retry = retry or RetryPolicy()
-        self.sem = asyncio.Semaphore(max(1, concurrency))
-        self.tools = tools or {}
+        super().__init__(spec, store, **options)
+        self.sem = asyncio.Semaphore(self.concurrency)
         self.budget = context_budget(spec)
         ensure_provider(spec.model)
         quiet_litellm()  # no "Provider List" banners on stdout for unpriced models
+
+    # ---- the plan (``rankgym judge --dry-run``) -------------------------------------
+    def plan(self, groups: Sequence[Group], permutations: int = 1) -> JudgePlan:
+        """Every presentation :meth:`judge` would ask for, built and counted, none sent.
+
+        Counts never load or convert the local model (``local/`` counts are estimates until its
+        first real load). A presentation order repeated in a tiny group is listed each time.
+        """
+        plans, shown_total = [], 0
+        for g in groups:
+            copies = twins(g.trajectories)
+            shown = [t.id for t in g.trajectories if t.id not in copies]
+            shown_total += len(shown)
+            if not shown:
+                plans.append(GroupPlan(g.id, len(g.trajectories), note="no trajectories"))
+                continue
+            tools = self.tools.get(g.id)
+            gp = GroupPlan(g.id, len(g.trajectories), identical=copies)
+            for order in presentation_orders(shown, permutations, self.spec.seed, g.content_hash()):
+                key = presentation_cache_key(g, order, tools)
+                hit = (
+                    self.store is not None and self.store.cache_get(self.spec_hash, key) is not None
+                )
+                prompt = build_prompt(g, self.spec.rubric, order, tools)
+                n = count_tokens(self.spec.model, prompt.messages)
+                fits = self.budget is None or n <= self.budget
+                gp.requests.append(PlannedRequest(order, n, hit, fits, prompt.messages))
+            plans.append(gp)
+        out_tokens = self.OUTPUT_TOKENS_PER_TRAJECTORY * shown_total * permutations
+        return make_plan(self.spec, self.spec_hash, plans, out_tokens)
 
     # ---- one request ------------------------------------------------------------
     async def _judge_prompt(self, prompt: JudgePrompt) -> Presentation:
@@ -376,53 +407,6 @@ class GroupJudge:
         j.raw_response = first.raw_response
         return j
 
-    async def judge_and_record(
-        self,
-        group: Group,
-        permutations: int = 1,
-        on_done: Callable[[Group, Judgement], None] | None = None,
-        orders: list[list[str]] | None = None,
-    ) -> Judgement:
-        """:meth:`judge` then :meth:`record`; any unexpected error becomes an unjudged group."""
-        try:
-            j = await self.judge(group, permutations, orders)
-        except Exception as e:  # a bug must not lose the other groups' results
-            log.exception("judging group %s failed", group.id)
-            j = Judgement(
-                group_id=group.id, spec_hash=self.spec_hash, status="unjudged", error=describe(e)
-            )
-        try:
-            self.record(group, j)
-        except Exception as e:  # the store refused it: report this group, keep the others
-            log.exception("storing the judgement of group %s failed", group.id)
-            j = Judgement(
-                group_id=group.id,
-                spec_hash=self.spec_hash,
-                status="unjudged",
-                error=f"could not store the judgement: {describe(e)}",
-            )
-            group.judgement = j
-        if on_done is not None:
-            on_done(group, j)
-        return j
-
-    def record(self, group: Group, j: Judgement) -> None:
-        """Attach ``j`` to ``group``, add judge hack signals, and write both to the store."""
-        group.judgement = j
-        signals = judge_hack_signals(group, j)
-        by_id = {t.id: t for t in group.trajectories}
-        for tid, name, _ in signals:
-            if name not in by_id[tid].hack_signals:
-                by_id[tid].hack_signals.append(name)
-        if self.store is None:
-            return
-        if self.store.group_content_hash(group.id) == group.content_hash():
-            self.store.put_judgement(j)
-        else:
-            self.store.put_group(group)
-        for tid, name, detail in signals:
-            self.store.add_hack_signal(tid, name, detail)
-
 
 async def judge_groups(
     groups: list[Group],
@@ -434,6 +418,7 @@ async def judge_groups(
     retry: RetryPolicy | None = None,
     tools: dict[str, list[dict[str, Any]]] | None = None,
     on_done: Callable[[Group, Judgement], None] | None = None,
+    method: type[JudgeMethod] | None = None,
 ) -> list[Judgement]:
     """Judge ``groups`` concurrently (at most ``concurrency`` LiteLLM calls in flight).
 
@@ -442,14 +427,14 @@ async def judge_groups(
     unjudged) and the judge's hack signals are written as soon as the group is done (the group
     itself is written too if the store does not have it yet). ``tools`` maps group id to the
     OpenAI tool schemas shown to the judge. Never raises for a judge failure: failed groups
-    come back with ``status="unjudged"`` and their error.
+    come back with ``status="unjudged"`` and their error. ``method`` is the judging method
+    (a :class:`~.method.JudgeMethod` class; default :class:`GroupJudge`).
     """
     if store is not None:
         store.put_judge_spec(spec)
-    judge = GroupJudge(spec, store, concurrency=concurrency, retry=retry, tools=tools)
-    return list(
-        await asyncio.gather(*(judge.judge_and_record(g, permutations, on_done) for g in groups))
-    )
+    cls = method or GroupJudge
+    judge = cls(spec, store, concurrency=concurrency, retry=retry, tools=tools)
+    return await judge_all(judge, groups, permutations, on_done)
 
 
 def judge_groups_sync(

@@ -105,7 +105,9 @@ def validate_config(data: dict[str, Any], model: type[M], source: str = "config"
                 msg = (
                     f"bad value for '{key}': {err['msg']} (got {_short(redact(err.get('input')))})"
                 )
-                allowed = _allowed(model, tuple(err["loc"]))
+                allowed = _allowed(model, tuple(err["loc"])) or (err.get("ctx") or {}).get(
+                    "allowed"
+                )  # a Literal field, or a validator that names its choices (reward.kind)
                 if allowed and err["type"] == "literal_error":
                     msg += f"; allowed values: {', '.join(allowed)}"
                 lines.append(msg)

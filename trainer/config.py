@@ -14,11 +14,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from rankgym.config import load_config
 from rankgym.judges.router import RouterConfig
 from rankgym.trainer.adapter_sync import VLLMSection
+from rankgym.trainer.rewards import REWARDS
 
 
 class _Section(BaseModel):
@@ -108,13 +110,28 @@ class JudgeSection(_Section):
 
 
 class RewardSection(_Section):
-    kind: Literal["judge", "verifiable", "judge+verifiable"] = "judge"
+    kind: str = "judge"
+    """The reward type, a name in ``rankgym.trainer.rewards.REWARDS``: ``judge``,
+    ``verifiable``, ``judge+verifiable``, or one registered with ``@register_reward``."""
     verifiable_weight: float = Field(0.5, ge=0.0, le=1.0)
     """For ``judge+verifiable``: reward = (1-w) * judge + w * verifiable."""
     scale_rewards: Literal["group", "batch", "none"] = "group"
     hack_penalty: bool = True
     """A trajectory the env raised a hack signal for (e.g. ``answer_spam``) gets the lowest reward
     of its group; the judge's own ``judge_*`` signals do not count (see ``rewards.py``)."""
+
+    @field_validator("kind")
+    @classmethod
+    def _registered(cls, kind: str) -> str:
+        if kind not in REWARDS:
+            names = [repr(n) for n in REWARDS]
+            expected = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+            raise PydanticCustomError(
+                "literal_error",
+                "Input should be {expected}",
+                {"expected": expected, "allowed": list(REWARDS)},
+            )
+        return kind
 
 
 class LossSection(_Section):

@@ -27,6 +27,7 @@ from typing import Any
 from rankgym.cli import Command
 from rankgym.envs.rollout_command import MAX_EPISODES, MAX_GROUP_SIZE, bounded
 from rankgym.errors import UserError
+from rankgym.trainer.rewards import reward_names
 
 __all__ = [
     "DEMO",
@@ -107,7 +108,7 @@ def _demo_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--reward",
         default="judge+verifiable",
-        choices=["judge", "verifiable", "judge+verifiable"],
+        choices=reward_names(),
         help="GRPO reward (default: judge+verifiable; the embedded judge alone is noisy, see "
         "docs/training.md)",
     )

@@ -67,10 +67,10 @@ from rankgym.trainer.monitor import JudgeGuardStop, JudgeMonitor, watch_step
 from rankgym.trainer.preflight import judge_preflight
 from rankgym.trainer.rewards import (
     StepMetrics,
+    build_reward,
     history_summary,
     step_line,
     step_metrics,
-    step_rewards,
 )
 from rankgym.trainer.setup import check_env, judge_spec, make_optimizer, update_settings
 from rankgym.types import Group, JudgeSpec
@@ -122,6 +122,8 @@ class Trainer:
         # what setup() and the stages fill in: known before setup, when they have a default
         self.spec: JudgeSpec | None = None
         """The judge's spec when the reward reads a judge (``[judge_train]`` may replace it)."""
+        self.reward = build_reward(cfg.reward)
+        """The reward type of ``[reward]`` (``rewards.REWARDS``); ``[judge_train]`` may replace it."""
         self.start_step = 0
         self.sft_summary: dict[str, Any] | None = None
         self.judge_train: dict[str, Any] | None = None
@@ -191,7 +193,7 @@ class Trainer:
             check_device(self.cfg.policy.device)
         except ValueError as e:
             raise UserError(f"policy.device: {e}") from None
-        if self.cfg.reward.kind != "verifiable":
+        if self.reward.needs_judge:
             self.spec = judge_spec(self.cfg)
             try:
                 check_credentials(self.spec)
@@ -338,13 +340,7 @@ class Trainer:
         cfg = self.cfg
         t_step = time.perf_counter()
         groups, timing = self._rollout_and_judge(step)
-        sr = step_rewards(
-            groups,
-            judged=self.spec is not None,
-            kind=cfg.reward.kind,
-            verifiable_weight=cfg.reward.verifiable_weight,
-            hack_penalty=cfg.reward.hack_penalty,
-        )
+        sr = self.reward.score(groups)
         adv = group_advantages(sr.rewards, cfg.reward.scale_rewards)
         watched = watch_step(self, step, groups, adv.values)  # may stop the run (monitor.py)
         samples = [

@@ -47,6 +47,7 @@ import numpy as np
 
 from rankgym.errors import RankgymError
 from rankgym.judges.metrics import aggregate, none_if_nan
+from rankgym.trainer.rewards import reward_class
 from rankgym.types import Group
 
 if TYPE_CHECKING:
@@ -313,7 +314,7 @@ class JudgeMonitor:
         self.success_threshold = success_threshold
         self.seed = seed
         self.guard_on = settings.guard == "on" or (
-            settings.guard == "auto" and reward_kind == "judge"
+            settings.guard == "auto" and reward_class(reward_kind).judge_only
         )
         self.units: list[GroupUnit] = []
 
@@ -454,7 +455,7 @@ def watch_step(
     constant = verifier_constant(groups)
     out["no_verifier_signal"] = constant
     report = trainer.judge_check
-    if cfg.reward.kind != "verifiable" and constant and check_failed(report) and trains(advantages):
+    if trainer.reward.needs_judge and constant and check_failed(report) and trains(advantages):
         msg = no_signal_message(step, len(groups), report or {})
         if not trainer.force:
             raise NoSignalStep(msg)

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from rankgym.errors import UserError
 from rankgym.model import cache_dir
+from rankgym.trainer.rewards import reward_class
 from rankgym.types import JudgeSpec, content_hash
 
 if TYPE_CHECKING:
@@ -89,7 +90,7 @@ def decide(report: dict[str, Any], reward_kind: str) -> tuple[str, str]:
         return "warn", numbers + "; too few judged groups to tell whether this judge can judge"
     if tau["ci_low"] > 0:
         return "ok", numbers
-    if reward_kind == "judge":
+    if reward_class(reward_kind).judge_only:
         return "stop", (
             numbers + ": the tau CI includes 0, so this judge is not shown to tell better from "
             "worse, and a judge-only reward would train on noise. Options: rerun with --force "
@@ -119,7 +120,7 @@ def judge_preflight(
     from rankgym.trainer.judge_check import CheckConfig, run_check
 
     groups = int(getattr(cfg.judge, "check_groups", 0) or 0)
-    if spec is None or cfg.reward.kind == "verifiable" or groups <= 0:
+    if spec is None or not reward_class(cfg.reward.kind).needs_judge or groups <= 0:
         return None
     say = echo or (lambda m: log.info("%s", m))
     path = _cache_path(cfg, spec, groups)

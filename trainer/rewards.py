@@ -1,8 +1,17 @@
 """From judged groups to training rewards, and the metrics one training step logs.
 
-``step_rewards`` is the seam TRL calls ``_calculate_rewards``: per trajectory, the configured
-blend of the judge's score and the env's verifiable reward (``reward.kind``), then the hack
-penalty: a trajectory the *env* flagged (any ``hack_signals`` entry not starting with
+A :class:`Reward` is built once from the config's ``[reward]`` section
+(:func:`build_reward`); its class is looked up by ``reward.kind`` in :data:`REWARDS`, the one
+registry of reward types (the config validator and ``rankgym demo --reward`` read their names
+from it). A reward says whether it ``needs_judge`` (the loop then builds a judge spec, runs the
+judge-check and the monitor), whether the judge is its only signal (``judge_only``: the
+judge-check then stops a run, the guard is on by default), which judge method judges its groups
+(``judge_method``), and how one trajectory's judge score and verifiable reward combine
+(``blend``). Adding a reward type is one subclass with ``@register_reward`` (docs/training.md).
+
+:meth:`Reward.score` (``step_rewards``) is the seam TRL calls ``_calculate_rewards``: per
+trajectory, the reward's blend of the judge's score and the env's verifiable reward, then the
+hack penalty: a trajectory the *env* flagged (any ``hack_signals`` entry not starting with
 ``judge_``) gets the lowest reward of its group, so GRPO never pushes towards it. Signals the
 judge derived itself (``judge_hack_suspected``, ``judge_top_verifier_failed``) are not used:
 the first is noise with the embedded judge, the second would leak the verifier into a
@@ -21,36 +30,165 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
+from rankgym.errors import UserError
+from rankgym.judges.group_judge import GroupJudge
+from rankgym.judges.method import JudgeMethod
 from rankgym.step_metrics import StepMetrics
 from rankgym.types import Group, Trajectory
 
+if TYPE_CHECKING:
+    from rankgym.trainer.config import RewardSection
+
 __all__ = [
+    "REWARDS",
+    "BlendedReward",
+    "JudgeReward",
+    "Reward",
     "StepMetrics",
     "StepRewards",
+    "VerifiableReward",
     "blend_reward",
+    "build_reward",
     "env_hack_signals",
     "history_summary",
     "monitor_line",
+    "register_reward",
+    "reward_class",
+    "reward_names",
     "step_line",
     "step_metrics",
     "step_rewards",
 ]
 
 
+class Reward:
+    """A training reward type: what it needs, and how a trajectory's signals become its reward.
+
+    Subclasses set ``name`` (the ``reward.kind`` that selects them), ``needs_judge``,
+    ``judge_only`` and, to judge with another method than the group judge, ``judge_method``;
+    they implement :meth:`blend`. Instances carry the ``[reward]`` settings they read
+    (``verifiable_weight``, ``hack_penalty``). What it does not do: call the judge (the loop
+    judges with ``judge_method`` before it scores) or normalise (``grpo.group_advantages``).
+    """
+
+    name: ClassVar[str] = ""
+    """The config name, ``reward.kind = "<name>"``."""
+    needs_judge: ClassVar[bool] = True
+    """The loop builds a judge spec, judges every step's groups, runs the judge-check."""
+    judge_only: ClassVar[bool] = False
+    """The judge is the only signal: a failed judge-check stops the run (unless ``--force``) and
+    ``[monitor] guard = "auto"`` is on."""
+    judge_method: ClassVar[type[JudgeMethod]] = GroupJudge
+    """The judging method (``rankgym.judges.method.JudgeMethod``) the loop judges groups with."""
+
+    def __init__(self, verifiable_weight: float = 0.5, hack_penalty: bool = True) -> None:
+        self.verifiable_weight = verifiable_weight
+        self.hack_penalty = hack_penalty
+
+    @classmethod
+    def from_section(cls, section: RewardSection) -> Reward:
+        """This reward with a config's ``[reward]`` settings."""
+        return cls(verifiable_weight=section.verifiable_weight, hack_penalty=section.hack_penalty)
+
+    def blend(self, judge: float | None, verifiable: float | None) -> float | None:
+        """Training reward of one trajectory; None (no signal) when a needed part is missing."""
+        raise NotImplementedError(f"{type(self).__name__} must implement blend()")
+
+    def score(self, groups: Sequence[Group]) -> StepRewards:
+        """The training rewards of one step's (judged, when ``needs_judge``) groups."""
+        return step_rewards(
+            groups, judged=self.needs_judge, blend=self.blend, hack_penalty=self.hack_penalty
+        )
+
+
+REWARDS: dict[str, type[Reward]] = {}
+"""Reward types by config name, in registration order (``reward.kind``'s choices)."""
+
+_R = TypeVar("_R", bound=type[Reward])
+
+
+def register_reward(cls: _R) -> _R:
+    """Class decorator: make ``cls`` selectable as ``reward.kind = cls.name``.
+
+    Raises ``ValueError`` for a class without a name or a name already taken by another class.
+    """
+    if not cls.name:
+        raise ValueError(f"{cls.__name__}.name is empty; give the reward type its config name")
+    taken = REWARDS.get(cls.name)
+    if taken is not None and taken is not cls:
+        raise ValueError(f"reward kind {cls.name!r} is taken by {taken.__qualname__}")
+    REWARDS[cls.name] = cls
+    return cls
+
+
+def reward_names() -> list[str]:
+    """The registered ``reward.kind`` names, in registration order."""
+    return list(REWARDS)
+
+
+def reward_class(kind: str) -> type[Reward]:
+    """The reward type registered as ``kind``; ``UserError`` naming the choices otherwise."""
+    try:
+        return REWARDS[kind]
+    except KeyError:
+        raise UserError(
+            f"reward.kind {kind!r} is not a reward type; use one of "
+            + ", ".join(repr(n) for n in REWARDS)
+        ) from None
+
+
+def build_reward(section: RewardSection) -> Reward:
+    """The :class:`Reward` a config's ``[reward]`` section describes (built once per run)."""
+    return reward_class(section.kind).from_section(section)
+
+
+@register_reward
+class JudgeReward(Reward):
+    """``judge``: the judge's score alone, so a judge that cannot judge trains on noise (the
+    judge-check then stops the run, and the guard watches it)."""
+
+    name = "judge"
+    judge_only = True
+
+    def blend(self, judge: float | None, verifiable: float | None) -> float | None:
+        """The judge's score; None for a trajectory of an unjudged group (it then has no
+        signal and is left out of the update)."""
+        return judge
+
+
+@register_reward
+class VerifiableReward(Reward):
+    """``verifiable``: the env's verifiable reward alone; no judge runs."""
+
+    name = "verifiable"
+    needs_judge = False
+
+    def blend(self, judge: float | None, verifiable: float | None) -> float | None:
+        """The env's verifiable reward (None where the env has no check for the task)."""
+        return verifiable
+
+
+@register_reward
+class BlendedReward(Reward):
+    """``judge+verifiable``: ``(1 - w) * judge + w * verifiable``, ``w = verifiable_weight``."""
+
+    name = "judge+verifiable"
+
+    def blend(self, judge: float | None, verifiable: float | None) -> float | None:
+        if judge is None or verifiable is None:
+            return None
+        return (1.0 - self.verifiable_weight) * judge + self.verifiable_weight * verifiable
+
+
 def blend_reward(
     judge: float | None, verifiable: float | None, kind: str, weight: float
 ) -> float | None:
-    """Training reward of one trajectory; None (no signal) when a needed part is missing."""
-    if kind == "judge":
-        return judge
-    if kind == "verifiable":
-        return verifiable
-    if judge is None or verifiable is None:
-        return None
-    return (1.0 - weight) * judge + weight * verifiable
+    """Training reward of one trajectory under reward type ``kind`` (see :meth:`Reward.blend`)."""
+    return reward_class(kind)(verifiable_weight=weight).blend(judge, verifiable)
 
 
 def env_hack_signals(t: Trajectory) -> list[str]:
@@ -77,14 +215,14 @@ class StepRewards:
 
 
 def step_rewards(
-    groups: list[Group],
+    groups: Sequence[Group],
     *,
     judged: bool,
-    kind: str,
-    verifiable_weight: float,
+    blend: Callable[[float | None, float | None], float | None],
     hack_penalty: bool,
 ) -> StepRewards:
-    """Training rewards of ``groups`` (see the module docstring). ``judged``: a judge ran."""
+    """Training rewards of ``groups`` (see the module docstring). ``judged``: a judge ran;
+    ``blend(judge_score, verifiable)`` is one trajectory's reward (a :meth:`Reward.blend`)."""
     out = StepRewards()
     for g in groups:
         ok = g.judgement is not None and g.judgement.status == "ok"
@@ -93,7 +231,7 @@ def step_rewards(
         row: list[float | None] = []
         for t in g.trajectories:
             js, vr = smap.get(t.id), t.verifiable_reward
-            row.append(blend_reward(js, vr, kind, verifiable_weight))
+            row.append(blend(js, vr))
             if js is not None:
                 out.judge_scores.append(js)
             if vr is not None:

@@ -77,6 +77,7 @@ def rollout_and_judge(trainer: Trainer, step: int) -> tuple[list[Group], dict[st
             permutations=cfg.judge.permutations,
             concurrency=cfg.judge.concurrency,
             tools={g.id: g.tools for g in groups if g.tools},  # the env's tools
+            method=trainer.reward.judge_method,  # the reward's judging method
         )
         judge_summary = summarize(js, trainer.spec.spec_hash)
         timing["judge_s"] = time.perf_counter() - t1

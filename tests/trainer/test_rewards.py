@@ -12,13 +12,14 @@ from hypothesis import strategies as st
 
 from rankgym.trainer.grpo import UpdateStats
 from rankgym.trainer.rewards import (
+    BlendedReward,
+    JudgeReward,
     StepMetrics,
     StepRewards,
     blend_reward,
     history_summary,
     step_line,
     step_metrics,
-    step_rewards,
 )
 from rankgym.types import Group, Judgement, Message, Trajectory, TrajectoryScore
 
@@ -56,23 +57,23 @@ def test_blend_needs_both_parts_and_weights_them():
 
 def test_a_flagged_trajectory_gets_its_groups_lowest_reward():
     g = _group([1.0, 0.0, 1.0], [0.9, 0.1, 0.5], [["answer_spam"], [], []])
-    on = step_rewards([g], judged=True, kind="judge+verifiable", verifiable_weight=0.5, hack_penalty=True)  # fmt: skip
+    on = BlendedReward(verifiable_weight=0.5, hack_penalty=True).score([g])
     assert on.rewards[0] == pytest.approx([0.05, 0.05, 0.75])
     assert (on.hack_flagged, on.hack_penalized) == (1, 1)
-    off = step_rewards([g], judged=True, kind="judge+verifiable", verifiable_weight=0.5, hack_penalty=False)  # fmt: skip
+    off = BlendedReward(verifiable_weight=0.5, hack_penalty=False).score([g])
     assert off.rewards[0] == pytest.approx([0.95, 0.05, 0.75])
     assert (off.hack_flagged, off.hack_penalized) == (1, 0)
 
 
 def test_the_judges_own_signals_do_not_lower_the_reward():
     g = _group([0.0, 1.0], [0.9, 0.2], [["judge_top_verifier_failed", "judge_hack_suspected"], []])
-    sr = step_rewards([g], judged=True, kind="judge", verifiable_weight=0.5, hack_penalty=True)
+    sr = JudgeReward().score([g])
     assert sr.rewards[0] == pytest.approx([0.9, 0.2]) and sr.hack_flagged == 0
 
 
 def test_unjudged_groups_are_counted_and_have_no_reward():
     g = _group([1.0, 0.0], None, [["answer_spam"], []])
-    sr = step_rewards([g], judged=True, kind="judge", verifiable_weight=0.5, hack_penalty=True)
+    sr = JudgeReward().score([g])
     assert sr.rewards == [[None, None]] and sr.unjudged_groups == 1 and sr.hack_penalized == 0
 
 
