@@ -1,0 +1,140 @@
+"""Reward types: one class plus its config name, validated from the registry, trained with; the
+loop judges with the reward's judge method."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pytest
+from trainer_helpers import save_tiny_model, tiny_config
+
+from rankgym.config import ConfigError, validate_config
+from rankgym.judges.method import GroupPlan, JudgeMethod, JudgePlan, make_plan
+from rankgym.store import Store
+from rankgym.trainer.config import TrainConfig
+from rankgym.trainer.demo import DEMO
+from rankgym.trainer.loop import Trainer
+from rankgym.trainer.rewards import (
+    REWARDS,
+    BlendedReward,
+    JudgeReward,
+    Reward,
+    VerifiableReward,
+    build_reward,
+    register_reward,
+    reward_class,
+    reward_names,
+)
+from rankgym.types import Group, Judgement, TrajectoryScore
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
+class LongestJudge(JudgeMethod):
+    """A judge without a model: the longest final message scores 1, the shortest 0."""
+
+    def plan(self, groups: Sequence[Group], permutations: int = 1) -> JudgePlan:
+        plans = [GroupPlan(g.id, len(g.trajectories), note="no call") for g in groups]
+        return make_plan(self.spec, self.spec_hash, plans, estimated_output_tokens=0)
+
+    async def judge(
+        self, group: Group, permutations: int = 1, orders: list[list[str]] | None = None
+    ) -> Judgement:
+        sizes = {t.id: len(t.messages[-1].content or "") for t in group.trajectories}
+        lo, hi = min(sizes.values()), max(sizes.values())
+        return Judgement(
+            group_id=group.id,
+            spec_hash=self.spec_hash,
+            scores=[
+                TrajectoryScore(trajectory_id=tid, score=(n - lo) / (hi - lo) if hi > lo else 0.5)
+                for tid, n in sizes.items()
+            ],
+        )
+
+
+@pytest.fixture
+def length_reward() -> Iterator[type[Reward]]:
+    """A reward type registered for one test: the longest answer of a group wins."""
+
+    @register_reward
+    class LengthReward(Reward):
+        name = "test-length"
+        judge_method = LongestJudge
+
+        def blend(self, judge: float | None, verifiable: float | None) -> float | None:
+            return judge
+
+    yield LengthReward
+    del REWARDS["test-length"]
+
+
+def test_the_built_in_reward_types_are_the_registry_and_the_demo_offers_exactly_them():
+    assert reward_names() == ["judge", "verifiable", "judge+verifiable"]
+    parser = argparse.ArgumentParser()
+    DEMO.add_arguments(parser)
+    (action,) = [a for a in parser._actions if a.dest == "reward"]
+    assert list(action.choices) == reward_names()
+    needs = {n: (c.needs_judge, c.judge_only) for n, c in REWARDS.items()}
+    assert needs == {
+        "judge": (True, True),
+        "verifiable": (False, False),
+        "judge+verifiable": (True, False),
+    }
+
+
+def test_each_built_in_reward_type_blends_as_its_name_says():
+    assert JudgeReward().blend(0.2, 1.0) == 0.2 and JudgeReward().blend(None, 1.0) is None
+    assert VerifiableReward().blend(0.2, 1.0) == 1.0
+    blended = BlendedReward(verifiable_weight=0.8)
+    assert blended.blend(0.5, 1.0) == pytest.approx(0.9) and blended.blend(0.5, None) is None
+
+
+def test_a_reward_is_built_once_with_the_sections_settings():
+    cfg = validate_config({"reward": {"kind": "judge+verifiable", "verifiable_weight": 0.25,
+                                      "hack_penalty": False}}, TrainConfig)  # fmt: skip
+    r = build_reward(cfg.reward)
+    assert isinstance(r, BlendedReward) and (r.verifiable_weight, r.hack_penalty) == (0.25, False)
+
+
+def test_registering_refuses_an_empty_or_taken_name():
+    class Nameless(Reward):
+        pass
+
+    class Impostor(Reward):
+        name = "judge"
+
+    with pytest.raises(ValueError, match="name is empty"):
+        register_reward(Nameless)
+    with pytest.raises(ValueError, match="'judge' is taken by JudgeReward"):
+        register_reward(Impostor)
+    assert reward_class("judge") is JudgeReward
+
+
+def test_an_unknown_kind_is_refused_naming_every_registered_type(length_reward):
+    with pytest.raises(ConfigError) as e:
+        validate_config({"reward": {"kind": "human"}}, TrainConfig)
+    msg = str(e.value)
+    assert "reward.kind" in msg and "(got 'human')" in msg
+    assert "allowed values: judge, verifiable, judge+verifiable, test-length" in msg
+
+
+def test_a_registered_reward_type_validates_and_trains_with_its_judge_method(
+    tmp_path: Path, length_reward
+):
+    model = save_tiny_model(tmp_path / "m")
+    raw = tiny_config(model, tmp_path / "run", steps=1, reward={"kind": "test-length"})
+    trainer = Trainer(validate_config(raw, TrainConfig), progress=False)
+    assert isinstance(trainer.reward, length_reward)
+    summary = trainer.run()
+    assert summary["reward"] == "test-length" and summary["steps_run"] == 1
+    with Store(tmp_path / "run" / "store.db", readonly=True) as s:
+        (row,) = s.steps(summary["run_id"])
+        groups = list(s.iter_groups(run_id=summary["run_id"]))
+    assert row["metrics"]["reward_kind"] == "test-length"
+    for g in groups:  # judged by LongestJudge: the longest final answer of each group scores 1
+        assert g.judgement is not None and g.judgement.status == "ok"
+        scores = g.judgement.score_map()
+        longest = max(g.trajectories, key=lambda t: len(t.messages[-1].content or ""))
+        assert scores[longest.id] == 1.0 or len(set(scores.values())) == 1
