@@ -10,11 +10,15 @@ What it does not do: streaming, tool calls in the reply, or real token counts.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import litellm
 from litellm import CustomLLM
 from litellm.types.utils import ModelResponse, Usage
+
+from rankgym.judges.method import GroupPlan, JudgeMethod, JudgePlan, make_plan
+from rankgym.types import Group, Judgement, TrajectoryScore
 
 
 class ScriptedLLM(CustomLLM):
@@ -53,3 +57,29 @@ def unregister(provider: str) -> None:
     litellm.custom_provider_map = [
         p for p in litellm.custom_provider_map if p.get("provider") != provider
     ]
+
+
+class LengthJudge(JudgeMethod):
+    """A judge method without a model (the protocol's second method, for tests): each group's
+    longest final message scores 1 and its shortest 0 (``shortest_wins`` turns it round); its
+    plan sends nothing."""
+
+    shortest_wins = False
+
+    def plan(self, groups: Sequence[Group], permutations: int = 1) -> JudgePlan:
+        plans = [GroupPlan(g.id, len(g.trajectories), note="no call") for g in groups]
+        return make_plan(self.spec, self.spec_hash, plans, estimated_output_tokens=0)
+
+    async def judge(
+        self, group: Group, permutations: int = 1, orders: list[list[str]] | None = None
+    ) -> Judgement:
+        sizes = {t.id: len(t.messages[-1].content or "") for t in group.trajectories}
+        lo, hi = min(sizes.values()), max(sizes.values())
+        scores = {tid: (n - lo) / (hi - lo) if hi > lo else 0.5 for tid, n in sizes.items()}
+        if self.shortest_wins:
+            scores = {tid: 1.0 - s for tid, s in scores.items()}
+        return Judgement(
+            group_id=group.id,
+            spec_hash=self.spec_hash,
+            scores=[TrajectoryScore(trajectory_id=tid, score=s) for tid, s in scores.items()],
+        )

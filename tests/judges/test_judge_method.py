@@ -4,39 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Sequence
 
+from fakes import LengthJudge
 from judge_fakes import FAST_RETRY, answer, make_group
 
 from rankgym.judges.group_judge import GroupJudge, judge_groups
-from rankgym.judges.method import GroupPlan, JudgeMethod, JudgePlan, make_plan
 from rankgym.judges.spec import default_spec
 from rankgym.store import Store
-from rankgym.types import Group, Judgement, TrajectoryScore
 
 SPEC = default_spec("fakejudge/m", rubric="Prefer correct answers.")
 
 
-class ShortestJudge(JudgeMethod):
-    """A judge without a model: the shortest final message scores 1, the longest 0."""
-
-    def plan(self, groups: Sequence[Group], permutations: int = 1) -> JudgePlan:
-        plans = [GroupPlan(g.id, len(g.trajectories), note="no call") for g in groups]
-        return make_plan(self.spec, self.spec_hash, plans, estimated_output_tokens=0)
-
-    async def judge(
-        self, group: Group, permutations: int = 1, orders: list[list[str]] | None = None
-    ) -> Judgement:
-        sizes = {t.id: len(t.messages[-1].content or "") for t in group.trajectories}
-        lo, hi = min(sizes.values()), max(sizes.values())
-        return Judgement(
-            group_id=group.id,
-            spec_hash=self.spec_hash,
-            scores=[
-                TrajectoryScore(trajectory_id=tid, score=(hi - n) / (hi - lo) if hi > lo else 0.5)
-                for tid, n in sizes.items()
-            ],
-        )
+class ShortestJudge(LengthJudge):
+    shortest_wins = True
 
 
 class BrokenJudge(ShortestJudge):

@@ -4,14 +4,14 @@ loop judges with the reward's judge method."""
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fakes import LengthJudge
 from trainer_helpers import save_tiny_model, tiny_config
 
 from rankgym.config import ConfigError, validate_config
-from rankgym.judges.method import GroupPlan, JudgeMethod, JudgePlan, make_plan
 from rankgym.store import Store
 from rankgym.trainer.config import TrainConfig
 from rankgym.trainer.demo import DEMO
@@ -27,31 +27,8 @@ from rankgym.trainer.rewards import (
     reward_class,
     reward_names,
 )
-from rankgym.types import Group, Judgement, TrajectoryScore
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
-
-
-class LongestJudge(JudgeMethod):
-    """A judge without a model: the longest final message scores 1, the shortest 0."""
-
-    def plan(self, groups: Sequence[Group], permutations: int = 1) -> JudgePlan:
-        plans = [GroupPlan(g.id, len(g.trajectories), note="no call") for g in groups]
-        return make_plan(self.spec, self.spec_hash, plans, estimated_output_tokens=0)
-
-    async def judge(
-        self, group: Group, permutations: int = 1, orders: list[list[str]] | None = None
-    ) -> Judgement:
-        sizes = {t.id: len(t.messages[-1].content or "") for t in group.trajectories}
-        lo, hi = min(sizes.values()), max(sizes.values())
-        return Judgement(
-            group_id=group.id,
-            spec_hash=self.spec_hash,
-            scores=[
-                TrajectoryScore(trajectory_id=tid, score=(n - lo) / (hi - lo) if hi > lo else 0.5)
-                for tid, n in sizes.items()
-            ],
-        )
 
 
 @pytest.fixture
@@ -61,9 +38,10 @@ def length_reward() -> Iterator[type[Reward]]:
     @register_reward
     class LengthReward(Reward):
         name = "test-length"
-        judge_method = LongestJudge
+        judge_method = LengthJudge
 
         def blend(self, judge: float | None, verifiable: float | None) -> float | None:
+            """The judge's score, whatever the verifier says (a test reward)."""
             return judge
 
     yield LengthReward
