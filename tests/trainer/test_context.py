@@ -115,3 +115,36 @@ def test_a_trainer_declares_what_setup_fills_in_with_its_defaults(tmp_path: Path
     assert (t.spec, t.start_step, t.sft_summary, t.judge_train, t.monitor, t.sync) == (
         None, 0, None, None, None, None,
     )  # fmt: skip
+
+
+def test_the_vllm_adapter_sync_samples_as_the_context_says_and_starts_at_the_given_name(
+    tmp_path: Path,
+):
+    from http_fakes import JSONHandler, serve
+
+    from rankgym.trainer.adapter_sync import VLLMSection, start_for
+
+    class Server(JSONHandler):  # /v1/models, and every probe token at log-prob -1
+        def do_GET(self) -> None:
+            self.send_json(200, json.dumps({"data": [{"id": "base", "max_model_len": 4096}]}).encode())  # fmt: skip
+
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)))
+            rows = [None] + [{str(t): {"logprob": -1.0}} for t in body["prompt"][1:]]
+            self.send_json(200, json.dumps({"choices": [{"prompt_logprobs": rows}]}).encode())
+
+    server, url = serve(Server)
+    model_dir = save_tiny_model(tmp_path / "tiny")
+    raw = tiny_config(model_dir, tmp_path / "out", policy={"temperature": 0.5, "top_p": 0.9})
+    ctx = TrainingContext.from_config(validate_config(raw, TrainConfig))
+    sync = start_for(ctx, VLLMSection(url=url), run_id="r", out_dir=tmp_path / "out",
+                     lora_rank=4, name="tiny@step0")  # fmt: skip
+    try:
+        p = sync.policy
+        assert (p.name, p.model, p.max_new_tokens, p.temperature, p.top_p) == (
+            "tiny@step0", "base", 6, 0.5, 0.9,
+        )  # fmt: skip
+        assert sync.model is ctx.model and sync.server is None  # a given URL: nothing started
+    finally:
+        sync.close()
+        server.shutdown()
