@@ -11,12 +11,21 @@ says whether RL beat more imitation). Evaluation: the same held-out episodes for
 the SFT adapter and every arm (paired); bootstrap intervals resample tasks.
 
 Arms: ``KIND[:JUDGE]`` with KIND in judge, verifiable, judge+verifiable (JUDGE defaults to the
-demo's ``local/smollm2``; e.g. ``judge:local/smollm2@runs/judge/adapter`` for a judge that
-``rankgym judge-train`` wrote), or ``sft-more``.
+demo's ``local/smollm2-yesno``, the embedded yes/no reader; ``local/smollm2`` is the shipped
+judge; ``local/smollm2@runs/judge/adapter`` a judge that ``rankgym judge-train`` wrote, e.g. the
+off-policy one of issue 14), ``judge:on-policy`` (the ``[judge_train]`` stage trains a judge on
+the SFT start's own judge-split groups, labelled by the verifier, and GRPO is judged by it
+alone; settings: ``rankgym.trainer.demo.JUDGE_TRAIN``), or ``sft-more``. Every arm records the judge
+monitor's numbers per step (judge vs verifier on the arm's own GRPO groups).
 
 Run (CPU, 2 cores; about 12 min per arm when idle):
     HF_HUB_OFFLINE=1 .venv/bin/python bench/reward_ablation.py --out /tmp/ablation \
         --arms judge+verifiable,verifiable,judge,judge:local/smollm2@/tmp/F/run3/adapter,sft-more
+    # the issue-22 arms, trained one at a time (--train-only), then evaluated together:
+    A="verifiable,judge:on-policy,judge:local/smollm2"
+    .venv/bin/python bench/reward_ablation.py --out /tmp/abl --sft-adapter SFT --arms $A \
+        --reuse --train-only
+    .venv/bin/python bench/reward_ablation.py --out /tmp/abl --sft-adapter SFT --arms $A --reuse
 
 ``--reuse`` keeps arms an earlier run with the same ``--out`` finished (their adapters) and
 only trains the missing ones; evaluation is always redone.
@@ -36,6 +45,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 DEFAULT_ARMS = "judge+verifiable,verifiable,judge,sft-more"
+ON_POLICY = "on-policy"
 
 
 def main() -> None:
@@ -58,12 +68,17 @@ def main() -> None:
     ap.add_argument("--out", default="runs/bench-ablation")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--reuse", action="store_true", help="keep arms already trained in --out")
+    ap.add_argument(
+        "--train-only",
+        action="store_true",
+        help="train the missing arms and stop (a later --reuse run evaluates them all)",
+    )
     args = ap.parse_args()
 
     from rankgym.config import validate_config
     from rankgym.model import set_torch_threads
     from rankgym.trainer.config import TrainConfig
-    from rankgym.trainer.demo import DEFAULT_STEPS, demo_config, policy_from_adapter
+    from rankgym.trainer.demo import DEFAULT_STEPS, JUDGE_TRAIN, demo_config, policy_from_adapter
     from rankgym.trainer.evaluate import (
         AdapterOffPolicy,
         evaluate_policies,
@@ -99,7 +114,9 @@ def main() -> None:
         shutil.rmtree(out, ignore_errors=True)
         kind, _, judge = arm.partition(":")
         raw = demo_config(out, steps, "verifiable" if kind == "sft-more" else kind, args.seed)
-        if judge:
+        if judge == ON_POLICY:  # the [judge_train] stage: a judge trained on this SFT policy
+            raw["judge_train"] = dict(JUDGE_TRAIN)  # `rankgym demo --judge-train`'s settings
+        elif judge:
             raw["judge"]["model"] = judge
         raw["monitor"] = {"guard": "off"}  # every arm runs its steps; the monitor still measures
         cfg = validate_config(raw, TrainConfig)
@@ -125,6 +142,9 @@ def main() -> None:
                 "groups": sum(m.groups for m in hist),
                 "train_success": [m.success_rate for m in hist],
                 "judge_score_mean": [m.judge_score_mean for m in hist],
+                "monitor": [_monitor_row(m) for m in hist],
+                "monitor_run": tr.monitor.summary() if tr.monitor is not None else None,
+                "judge_train": _judge_train_record(tr),
                 "minutes": round((time.perf_counter() - t_arm) / 60, 2),
             }
             train_minutes.append(rec_train["minutes"])
@@ -135,6 +155,8 @@ def main() -> None:
         with open(done, "w") as f:
             json.dump({"adapter": adapter, "train": rec_train, "sft_adapter": sft_dir}, f)
         print(json.dumps({arm: rec_train}), flush=True)
+    if args.train_only:
+        return
 
     # Evaluation: base, SFT and every arm on the same held-out episodes.
     set_torch_threads()
@@ -182,6 +204,25 @@ def main() -> None:
         "wall_min": round((time.perf_counter() - t0) / 60, 1),
     }
     print(json.dumps(out, indent=1))
+
+
+def _monitor_row(m) -> dict:  # type: ignore[no-untyped-def]
+    """The judge monitor's numbers of one step (this step and running over the run)."""
+    keys = ("monitor_pairs", "judge_pairwise", "judge_tau", "judge_top_fail_rate",
+            "monitor_pairs_run", "judge_pairwise_run", "judge_pairwise_run_low",
+            "judge_pairwise_run_high", "judge_tau_run", "judge_top_fail_rate_run")  # fmt: skip
+    return {k: getattr(m, k, None) for k in keys} | {"success_rate": m.success_rate}
+
+
+def _judge_train_record(tr) -> dict | None:  # type: ignore[no-untyped-def]
+    """The ``[judge_train]`` stage's judge, held-out check and rollout (None without one)."""
+    jt = getattr(tr, "judge_train", None)
+    if not jt:
+        return None
+    summary = jt.get("summary") or {}
+    keep = ("train_pairs", "heldout_pairs", "data", "train_seconds", "stopped_on_time_cap")
+    return {"judge": jt.get("judge"), "check": jt.get("check"), "rollout": jt.get("rollout"),
+            "summary": {k: summary.get(k) for k in keep if k in summary}}  # fmt: skip
 
 
 def _slug(arm: str) -> str:

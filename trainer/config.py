@@ -235,6 +235,15 @@ class JudgeTrainSection(_Section):
     group_size: int = Field(4, ge=2, le=64)
     max_turns: int | None = Field(None, ge=1, le=1000)
     """Turns per judge-data episode (default: ``env.max_turns``, else the env's own)."""
+    env_kwargs: dict[str, Any] | None = None
+    """Kwargs of the training env for its judge-split rollout (default: ``env.kwargs``), e.g.
+    more difficulties of the same families for more judge-split tasks."""
+    max_pairs_per_task: int = Field(4, ge=1, le=10_000)
+    """Labelled pairs kept per task and source (near misses first)."""
+    reward_when_passed: Literal["judge"] | None = None
+    """``judge``: when the trained judge passes its held-out check, GRPO's reward becomes
+    judge-only (the verifier then only labels the judge's data and feeds the monitor); when it
+    fails, the configured reward stays (``rankgym demo`` uses this)."""
     stores: list[str] = Field(default_factory=list)
     """More labelled stores to learn from (e.g. one with human rankings from the dashboard)."""
     sources: list[Literal["verifier", "human"]] = Field(

@@ -36,6 +36,7 @@ __all__ = [
     "DEFAULT_STEPS",
     "demo_config",
     "demo_summary",
+    "judge_train_fields",
     "monitor_fields",
     "monitor_sentence",
     "policy_from_adapter",
@@ -54,6 +55,21 @@ DEFAULT_JUDGE = "local/smollm2-yesno"
 worse than a coin (bench/RESULTS.md, issue 22), so it is an option here, not the default."""
 
 
+JUDGE_TRAIN: dict[str, Any] = {
+    # the SFT policy rolled out on the judge split (train tasks GRPO never draws) of the demo's
+    # families, medium and hard (18 tasks; hard alone has 7), 8 episodes a task; the verifier
+    # labels these pairs, near misses first, and nothing the reward reads
+    "env_kwargs": {"difficulty": ["medium", "hard"], "families": DEMO_FAMILIES},
+    "group_size": 8,
+    "max_pairs_per_task": 10,
+    "max_train_pairs": 120,
+    "max_heldout_pairs": 60,
+    "epochs": 2,
+    "max_train_minutes": 10,
+}
+"""``--judge-train``'s ``[judge_train]`` stage (also ``bench/reward_ablation.py``'s on-policy arm)."""
+
+
 def demo_config(
     out_dir: str,
     steps: int,
@@ -61,8 +77,22 @@ def demo_config(
     seed: int,
     sft_steps: int = DEFAULT_SFT_STEPS,
     judge: str = DEFAULT_JUDGE,
+    judge_train: bool = False,
 ) -> dict[str, Any]:
-    """The demo's training config: SFT warm start, then GRPO on hard multi-step ToolUse tasks."""
+    """The demo's training config: SFT warm start, then GRPO on hard multi-step ToolUse tasks.
+
+    With ``judge_train`` a ``[judge_train]`` stage (:data:`JUDGE_TRAIN`) trains a judge on the
+    SFT policy's own judge-split groups; when it passes its checks GRPO is judged by it alone
+    (``reward_when_passed``), else the configured reward and judge stay."""
+    raw = _demo_config(out_dir, steps, reward, seed, sft_steps, judge)
+    if judge_train:
+        raw["judge_train"] = {**JUDGE_TRAIN, "reward_when_passed": "judge"}
+    return raw
+
+
+def _demo_config(
+    out_dir: str, steps: int, reward: str, seed: int, sft_steps: int, judge: str
+) -> dict[str, Any]:
     return {
         "name": Path(out_dir).name,
         "seed": seed,
@@ -118,6 +148,12 @@ def _demo_arguments(p: argparse.ArgumentParser) -> None:
         metavar="MODEL",
         help=f"judge model (default: {DEFAULT_JUDGE}; local/smollm2 is the shipped trained judge, "
         "or any LiteLLM model string)",
+    )
+    p.add_argument(
+        "--judge-train",
+        action="store_true",
+        help="train a judge on the SFT policy's own judge-split groups (labelled by the verifier) "
+        "and, when it passes its checks, train judge-only with it (about 10 more minutes)",
     )
     p.add_argument(
         "--force",
@@ -214,6 +250,18 @@ def monitor_sentence(mon: dict[str, Any] | None) -> str:
     )
 
 
+def judge_train_fields(res: dict[str, Any] | None) -> dict[str, Any]:
+    """The ``[judge_train]`` stage's held-out check on this policy's groups, as ``--json``
+    fields (all None without the stage)."""
+    check = (res or {}).get("check") or {}
+    return {
+        "judge_train_passed": check.get("passed") if res else None,
+        "judge_train_heldout_pairwise": check.get("pairwise_accuracy"),
+        "judge_train_heldout_pairwise_ci": check.get("pairwise_accuracy_ci"),
+        "judge_train_heldout_pairs": check.get("heldout_pairs"),
+    }
+
+
 def _print(f: dict[str, Any]) -> None:
     def ci(c: list[float]) -> str:
         return f"[{c[0]:.1%}, {c[1]:.1%}]"
@@ -259,7 +307,8 @@ def _demo_run(args: argparse.Namespace) -> dict[str, Any]:
     from rankgym.trainer.loop import Trainer
 
     out = args.out or f"runs/demo-{time.strftime('%Y%m%d-%H%M%S')}"
-    raw = demo_config(out, args.steps, args.reward, args.seed, args.sft_steps, args.judge)
+    raw = demo_config(out, args.steps, args.reward, args.seed, args.sft_steps, args.judge,
+                      args.judge_train)  # fmt: skip
     raw["eval"].update(tasks=args.eval_tasks, samples=args.eval_samples)
     cfg = validate_config(raw, TrainConfig, "demo")
     echo = _echo(args)
@@ -275,6 +324,8 @@ def _demo_run(args: argparse.Namespace) -> dict[str, Any]:
     if summary["adapter"] is None:
         raise UserError("demo: training wrote no adapter")
     t_train = time.perf_counter() - t0
+    reward = trainer.cfg.reward.kind  # [judge_train] may have made it judge-only
+    judge = trainer.spec.model if trainer.spec is not None else cfg.judge.model
     echo("held-out evaluation: base, SFT-only and SFT+GRPO on the same tasks and seeds")
     set_torch_threads()
     _drop_training_state(trainer)  # the evaluation loads the saved adapters into one base copy
@@ -304,8 +355,9 @@ def _demo_run(args: argparse.Namespace) -> dict[str, Any]:
         "steps": args.steps,
         "sft_steps": sft.get("steps"),
         "sft_seconds": sft.get("seconds"),
-        "reward": args.reward,
-        "judge": cfg.judge.model,
+        "reward": reward,
+        "judge": judge,
+        **judge_train_fields(getattr(trainer, "judge_train", None)),
         "reward_per_step": summary.get("reward_per_step"),
         "hack_penalized": summary.get("hack_penalized"),
         **monitor_fields(summary.get("monitor")),
@@ -316,7 +368,7 @@ def _demo_run(args: argparse.Namespace) -> dict[str, Any]:
     if not args.json:
         print(monitor_sentence(summary.get("monitor")))
         _print(flat)
-        print(f"GRPO reward: {args.reward} (judge: {cfg.judge.model})")
+        print(f"GRPO reward: {reward} (judge: {judge})")
         print(f"adapters: SFT {out_summary['sft_adapter']}  SFT+GRPO {out_summary['adapter']}")
         print(f"wall time: {out_summary['wall_s'] / 60:.1f} min")
         print("open the dashboard on the store this run wrote:")

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from rankgym.trainer.config import JudgeTrainSection, TrainConfig
+from rankgym.trainer.rewards import build_reward, reward_class
 
 STAGE_FILE = "stage.json"
 
@@ -55,6 +56,7 @@ def _settings(cfg: TrainConfig, jt: JudgeTrainSection) -> dict[str, Any]:
         "sources": ",".join(jt.sources),
         "human_weight": jt.human_weight,
         "max_train_pairs": jt.max_train_pairs,
+        "max_per_task": jt.max_pairs_per_task,
         "max_heldout_pairs": jt.max_heldout_pairs,
         "heldout_fraction": jt.heldout_fraction,
         "epochs": jt.epochs,
@@ -67,6 +69,15 @@ def _settings(cfg: TrainConfig, jt: JudgeTrainSection) -> dict[str, Any]:
         "compare_with": "",
         "seed": cfg.seed,
     }
+
+
+def _rollout_kwargs(cfg: TrainConfig, env: str) -> dict[str, Any] | None:
+    """Env kwargs of the judge-split rollout: the training env's (``judge_train.env_kwargs``,
+    else ``env.kwargs``); an extra env's own defaults."""
+    if env != cfg.env.id:
+        return None
+    jt = cfg.judge_train
+    return jt.env_kwargs if jt is not None and jt.env_kwargs is not None else cfg.env.kwargs
 
 
 def _check(summary: dict[str, Any], min_pairwise: float) -> dict[str, Any]:
@@ -125,7 +136,7 @@ def run_judge_train_stage(
     rollout = [
         rollout_judge_split(policy, env, store, tasks=jt.tasks, group_size=jt.group_size,
                             seed=cfg.seed, max_turns=jt.max_turns or cfg.env.max_turns,
-                            env_kwargs=cfg.env.kwargs if env == cfg.env.id else None,
+                            env_kwargs=_rollout_kwargs(cfg, env),
                             progress=progress)
         for env in envs
     ]  # fmt: skip
@@ -168,9 +179,16 @@ def refresh_judge(
     *,
     echo: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """Retrain the judge on the run's groups so far (verifier rewards, rankings) plus the
-    judge-split rollout, into ``out_dir/judge_train/refresh-<step>``; returns
-    ``{"judge", "check", "summary"}`` like :func:`run_judge_train_stage`."""
+    """Retrain the judge on *this run's* groups so far (their verifier rewards and rankings),
+    the judge-split rollout and ``judge_train.stores``, into
+    ``out_dir/judge_train/refresh-<step + 1>``; returns ``{"judge", "check", "summary"}`` like
+    :func:`run_judge_train_stage`.
+
+    Other runs in the training store are left out: only groups of ``run_id``, of the
+    judge-split rollout (``judge-split:ENV``) and of the runs in ``judge_train.stores`` are read.
+    """
+    from rankgym.store import Store
+    from rankgym.trainer.judge_rollout import ROLLOUT_RUN
     from rankgym.trainer.judge_train_command import _run
 
     jt = cfg.judge_train
@@ -180,18 +198,48 @@ def refresh_judge(
     base = Path(out_dir) / "judge_train"
     out = base / f"refresh-{step + 1}"
     stores = [str(store_path), *jt.stores]
+    runs = [run_id, *(f"{ROLLOUT_RUN}:{env}" for env in (jt.envs or [cfg.env.id]))]
+    for extra in jt.stores:  # a labelled store of the user's: all of its runs
+        with Store(extra, readonly=True) as s:
+            runs += [r["id"] for r in s.runs()]
     rollout_db = base / "data" / "rollout.db"
     if rollout_db.is_file():
         stores.append(str(rollout_db))
-    base = "local/smollm2" if cfg.policy.model == "embedded" else cfg.policy.model
-    args = _judge_train_args(out, **_settings(cfg, jt), base=base)
-    args.store = stores
+    model = "local/smollm2" if cfg.policy.model == "embedded" else cfg.policy.model
+    args = _judge_train_args(out, **_settings(cfg, jt), base=model)
+    args.store, args.run = stores, list(dict.fromkeys(runs))
     summary = _run(args)
     check = _check(summary, jt.min_pairwise)
     say(
         f"judge_train refresh after step {step + 1}: held-out pairwise {check['pairwise_accuracy']}"
     )
     return {"judge": summary["judge"], "check": check, "summary": summary}
+
+
+REFRESH_FILE = "refreshes.json"
+"""``<out>/judge_train/refreshes.json``: every online refresh that finished, oldest first
+(``after_step``, ``judge``, ``check``), so a resumed run judges with the newest one."""
+
+
+def _refreshes(out: Path) -> list[dict[str, Any]]:
+    p = Path(out) / "judge_train" / REFRESH_FILE
+    return json.loads(p.read_text()) if p.is_file() else []
+
+
+def _record_refresh(out: Path, after_step: int, res: dict[str, Any]) -> None:
+    from rankgym.trainer.checkpoint import write_json_atomic
+
+    rows = [r for r in _refreshes(out) if r["after_step"] != after_step]
+    rows.append({"after_step": after_step, "judge": res["judge"], "check": res["check"]})
+    write_json_atomic(Path(out) / "judge_train" / REFRESH_FILE, sorted(rows, key=lambda r: r["after_step"]))  # fmt: skip
+
+
+def swaps_judge(cfg: TrainConfig) -> bool:
+    """Whether ``[judge_train]`` replaces ``[judge].model`` for GRPO (``use`` and a reward that
+    reads the judge): then the preflight judge-check runs on the trained judge, after the stage,
+    instead of on the config's judge before anything is written."""
+    needs_judge = reward_class(cfg.reward.kind).needs_judge
+    return bool(cfg.judge_train and cfg.judge_train.use and needs_judge)
 
 
 def _use_judge(trainer: Any, model: str) -> None:
@@ -202,11 +250,67 @@ def _use_judge(trainer: Any, model: str) -> None:
     trainer.spec = judge_spec(cfg.model_copy(update={"judge": cfg.judge.model_copy(update={"model": model})}))  # fmt: skip
 
 
+def _on_main(trainer: Any, fn: Callable[[], Any]) -> Any:
+    """``fn()`` on rank 0, its result (or its ``UserError``) on every rank."""
+    from rankgym.errors import UserError
+
+    res: Any = None
+    if trainer.dist.main:
+        try:
+            res = ("ok", fn())
+        except UserError as e:
+            res = ("error", str(e))
+    kind, value = trainer.dist.broadcast(res)
+    if kind == "error":
+        raise UserError(value)
+    return value
+
+
+def on_policy_message(check: dict[str, Any]) -> str:
+    """The numbers of the stage's held-out check on this policy's groups, in one sentence."""
+    ci = check.get("pairwise_accuracy_ci") or [float("nan")] * 2
+    acc = check.get("pairwise_accuracy")
+    return (
+        f"the judge trained on this policy's groups ranks {check.get('heldout_pairs')} held-out "
+        f"pairs of this policy at pairwise {acc if acc is None else f'{acc:.2f}'} "
+        f"[{ci[0]:.2f}, {ci[1]:.2f}]"
+    )
+
+
+def _preflight_trained(trainer: Any, check: dict[str, Any]) -> dict[str, Any] | None:
+    """The preflight of the judge GRPO will use (the trained one): the calibration judge-check
+    (``preflight.judge_preflight``), plus the stage's on-policy check under ``on_policy``. A
+    judge-only reward whose on-policy check failed stops here unless ``--force``."""
+    from rankgym.errors import UserError
+    from rankgym.trainer.preflight import judge_preflight
+
+    cfg = trainer.cfg
+    swapped = cfg.model_copy(update={"judge": cfg.judge.model_copy(update={"model": trainer.spec.model})})  # fmt: skip
+    report = judge_preflight(swapped, trainer.spec, force=trainer.force, echo=trainer.echo)
+    if report is not None:
+        report["on_policy"] = check
+    if not check.get("passed"):
+        msg = (
+            f"[judge_train]: {on_policy_message(check)}, not above min_pairwise "
+            f"{check.get('min_pairwise')}"
+        )
+        if reward_class(cfg.reward.kind).judge_only and not trainer.force:
+            raise UserError(
+                msg + ": a judge-only reward would train on noise. Options: more judge data "
+                "(judge_train.group_size, judge_train.tasks, judge_train.stores with people's "
+                'rankings); reward.kind = "judge+verifiable"; or --force to train anyway'
+            )
+        trainer.echo("warning: " + msg + (" (--force: training anyway)" if trainer.force else ""))
+    return report
+
+
 def judge_train_stage(trainer: Any) -> None:
-    """The call site in ``Trainer.setup`` after the SFT stage: run :func:`run_judge_train_stage`
-    on the SFT adapter (``<out>/sft``, or ``--init-adapter``), keep the result in
-    ``trainer.judge_train`` and, with ``use`` and a reward that reads the judge, judge GRPO's
-    groups with it."""
+    """The call site in ``Trainer.setup`` after the SFT stage, on every rank: rank 0 runs
+    :func:`run_judge_train_stage` on the SFT adapter (``<out>/sft``, or ``--init-adapter``);
+    every rank keeps the result in ``trainer.judge_train`` and, with ``use`` and a reward that
+    reads the judge, judges GRPO's groups with it (on resume: with the newest finished online
+    refresh). The preflight judge-check then runs on that judge (``trainer.judge_check``,
+    ``judge_check.json``), so the no-signal refusal reads the judge GRPO really uses."""
     from rankgym.errors import UserError
 
     cfg = trainer.cfg
@@ -216,27 +320,92 @@ def judge_train_stage(trainer: Any) -> None:
             "[judge_train] rolls out the SFT policy on the judge split: add an [sft] section "
             "or pass --init-adapter DIR"
         )
-    trainer.judge_train = res = run_judge_train_stage(
+    trainer.judge_train = res = _on_main(trainer, lambda: run_judge_train_stage(
         cfg, adapter, trainer.out, reuse=trainer.resume, progress=trainer.progress,
         echo=trainer.echo,
-    )  # fmt: skip
-    if cfg.judge_train and cfg.judge_train.use and trainer.spec is not None:
-        _use_judge(trainer, res["judge"])
+    ))  # fmt: skip
+    if not swaps_judge(cfg):
+        return
+    judge, check = res["judge"], res["check"]
+    if trainer.resume:
+        from rankgym.trainer import checkpoint as ckpt
+
+        latest = ckpt.latest_checkpoint(trainer.out)
+        done = int(ckpt.read_meta(latest)["step"]) if latest is not None else 0
+        refreshed = [r for r in _refreshes(trainer.out) if r["after_step"] <= done]
+        if refreshed:
+            judge, check = refreshed[-1]["judge"], refreshed[-1]["check"]
+            trainer.judge_train = {**res, "refresh": refreshed[-1]}
+            trainer.echo(f"resume: judging with the judge refreshed after step {refreshed[-1]['after_step']}")  # fmt: skip
+    _use_judge(trainer, judge)
+    trainer.judge_check = _on_main(trainer, lambda: _preflight_trained(trainer, check))
+    if trainer.judge_check is not None and trainer.dist.main:
+        from rankgym.trainer.checkpoint import write_json_atomic
+
+        write_json_atomic(trainer.out / "judge_check.json", trainer.judge_check)
+    _maybe_judge_only(trainer, res["check"])
+
+
+def _maybe_judge_only(trainer: Any, check: dict[str, Any]) -> None:
+    """``reward_when_passed``: make GRPO's reward judge-only when the stage's judge passed its
+    on-policy check and its calibration judge-check (none run counts as passed); else say why,
+    and keep the configured reward *and judge* (checked by the usual preflight). Decided on the
+    stage's first judge, so a resume decides the same."""
+    cfg = trainer.cfg
+    jt = cfg.judge_train
+    if jt is None or not jt.reward_when_passed or cfg.reward.kind == jt.reward_when_passed:
+        return
+    report = trainer.judge_check
+    calibration = report is None or report.get("decision") == "ok"
+    if check.get("passed") and calibration:
+        trainer.cfg = cfg.model_copy(update={"reward": cfg.reward.model_copy(update={"kind": jt.reward_when_passed})})  # fmt: skip
+        trainer.reward = build_reward(trainer.cfg.reward)
+        trainer.echo(
+            f"judge_train: {on_policy_message(check)}, above {check.get('min_pairwise')}: GRPO's "
+            f"reward is {jt.reward_when_passed!r} (the verifier now only feeds the monitor)"
+        )
+        return
+    why = (
+        f"{on_policy_message(check)}, not above {check.get('min_pairwise')}"
+        if not check.get("passed")
+        else f"its calibration judge-check did not pass ({(report or {}).get('message')})"
+    )
+    trainer.echo(
+        f"judge_train: the reward stays {cfg.reward.kind!r} with the configured judge "
+        f"{cfg.judge.model}: {why}"
+    )
+    from rankgym.trainer.preflight import judge_preflight
+
+    _use_judge(trainer, cfg.judge.model)
+    trainer.judge_check = _on_main(trainer, lambda: judge_preflight(cfg, trainer.spec, force=trainer.force, echo=trainer.echo))  # fmt: skip
+    if trainer.judge_check is not None and trainer.dist.main:
+        from rankgym.trainer.checkpoint import write_json_atomic
+
+        write_json_atomic(trainer.out / "judge_check.json", trainer.judge_check)
 
 
 def maybe_refresh(trainer: Any, step: int) -> None:
-    """The call site after GRPO step ``step``: every ``refresh_every`` steps retrain the judge
-    on the run's groups so far and judge the next steps with it (see :func:`refresh_judge`)."""
+    """The call site after GRPO step ``step``, on every rank: every ``refresh_every`` steps
+    rank 0 retrains the judge on this run's groups so far (:func:`refresh_judge`), records it
+    in ``refreshes.json`` (a resumed run picks it up) and every rank judges the next steps with
+    it. A refresh that fails warns and keeps the current judge."""
     cfg = trainer.cfg
-    if not refresh_due(cfg, step) or trainer.spec is None or not trainer.dist.main:
+    if not refresh_due(cfg, step) or trainer.spec is None:
         return
     from rankgym.errors import UserError
 
-    try:
+    def refresh() -> dict[str, Any]:
         res = refresh_judge(cfg, cfg.store_path, trainer.run_id, step, trainer.out, echo=trainer.echo)  # fmt: skip
+        _record_refresh(trainer.out, step + 1, res)
+        return res
+
+    try:
+        res = _on_main(trainer, refresh)
     except UserError as e:  # e.g. too few new pairs: a failed refresh must not end the GRPO run
         trainer.echo(f"warning: judge_train refresh after step {step + 1} failed ({e}); GRPO keeps its current judge")  # fmt: skip
         return
     trainer.judge_train = {**(trainer.judge_train or {}), "refresh": res}
     if cfg.judge_train and cfg.judge_train.use:
         _use_judge(trainer, res["judge"])
+        if trainer.judge_check is not None:
+            trainer.judge_check = {**trainer.judge_check, "on_policy": res["check"]}

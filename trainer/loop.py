@@ -234,7 +234,9 @@ class Trainer:
         self._preflight()
         max_turns = self._check_env()
         self.judge_check = None
-        if self.dist.main:  # the rollout, judge and its check are rank 0's
+        from rankgym.trainer.judge_stage import swaps_judge
+
+        if self.dist.main and not swaps_judge(cfg):  # [judge_train]: checked after its stage
             self.judge_check = judge_preflight(
                 self.cfg, self.spec, force=self.force, echo=self.echo
             )
@@ -252,7 +254,7 @@ class Trainer:
         )
         if cfg.sft is not None and self.init_adapter is None:
             self._warm_start()
-        if cfg.judge_train is not None and self.dist.main:  # a judge on this policy's groups
+        if cfg.judge_train is not None:  # a judge on this policy's groups (rank 0 trains it)
             from rankgym.trainer.judge_stage import judge_train_stage
 
             judge_train_stage(self)
@@ -262,8 +264,8 @@ class Trainer:
             from rankgym.trainer.monitor import restore
             from rankgym.trainer.step_data import stored_manifests
 
-            self.monitor = JudgeMonitor(
-                cfg.monitor, cfg.reward.kind, self.success_threshold, cfg.seed
+            self.monitor = JudgeMonitor(  # self.cfg: [judge_train] may have set the reward
+                cfg.monitor, self.cfg.reward.kind, self.success_threshold, cfg.seed
             )
             restore(self.monitor, self.store, stored_manifests(self.out, self.start_step))
         self.policy = self.ctx.policy(self.policy_name(self.start_step))

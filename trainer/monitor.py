@@ -385,9 +385,13 @@ def verifier_constant(groups: Sequence[Group]) -> bool | None:
 
 
 def check_failed(report: dict[str, Any] | None) -> bool:
-    """Whether a preflight judge-check report shows a judge that failed (tau CI not above 0)."""
+    """Whether a preflight judge-check report shows a judge that failed: tau CI not above 0 on
+    the calibration groups, or (a ``[judge_train]`` judge) its held-out check on this policy's
+    own groups (``on_policy``) not passed."""
     if not report:
         return False
+    if (report.get("on_policy") or {}).get("passed") is False:
+        return True
     low = (report.get("kendall_tau") or {}).get("ci_low")
     return low is not None and not (isinstance(low, float) and math.isnan(low)) and low <= 0
 
@@ -400,6 +404,13 @@ def no_signal_message(step: int, n_groups: int, report: dict[str, Any]) -> str:
         if tau.get("value") is not None and tau.get("ci_high") is not None
         else "tau CI not above 0"
     )
+    on_policy = report.get("on_policy") or {}
+    if on_policy.get("passed") is False:
+        ci = on_policy.get("pairwise_accuracy_ci") or [float("nan")] * 2
+        numbers = (
+            f"held-out pairwise {on_policy.get('pairwise_accuracy')} [{ci[0]:.2f}, {ci[1]:.2f}] "
+            "on this policy's groups"
+        )
     return (
         f"step {step + 1}: all {n_groups} groups have constant verifier rewards, so this "
         f"update would follow the judge alone, and the judge failed its check ({numbers}): "

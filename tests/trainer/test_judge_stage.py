@@ -42,6 +42,7 @@ def run(tmp_path_factory: pytest.TempPathFactory):
     model_dir = save_tiny_model(root / "tiny")
     install_fake_judge()
     cfg = tiny_config(model_dir, root / "run", steps=1)
+    cfg["reward"] = {"kind": "judge+verifiable"}  # a judge-only reward stops on a failed check
     cfg["sft"] = {"steps": 2, "batch_size": 2, "tasks": 4}
     cfg["judge_train"] = {"tasks": 2, "group_size": 2, "max_turns": 1, "epochs": 1,
                           "max_train_pairs": 6, "max_heldout_pairs": 3,
@@ -150,7 +151,8 @@ def test_an_online_refresh_retrains_the_judge_on_the_runs_groups_and_switches_to
     jt = t.cfg.judge_train.model_copy(update={"refresh_every": 1})
     cfg = t.cfg.model_copy(update={"judge_train": jt})
     fake = SimpleNamespace(cfg=cfg, spec=t.spec, dist=t.dist, run_id=t.run_id, out=t.out,
-                           echo=lambda _m: None, judge_train=dict(t.judge_train))  # fmt: skip
+                           echo=lambda _m: None, judge_train=dict(t.judge_train),
+                           judge_check=None)  # fmt: skip
     maybe_refresh(fake, 0)
     adapter = root / "run" / "judge_train" / "refresh-1" / "adapter"
     assert fake.judge_train["refresh"]["judge"] == f"local/smollm2@{adapter}"
@@ -172,7 +174,8 @@ def test_a_failed_online_refresh_keeps_the_current_judge_and_says_so(monkeypatch
     said: list[str] = []
     cfg = SimpleNamespace(judge_train=SimpleNamespace(refresh_every=1, use=True), store_path="s.db")
     spec = SimpleNamespace(model="local/smollm2@old")
-    fake = SimpleNamespace(cfg=cfg, spec=spec, dist=SimpleNamespace(main=True), run_id="r",
+    dist = SimpleNamespace(main=True, broadcast=lambda obj: obj)
+    fake = SimpleNamespace(cfg=cfg, spec=spec, dist=dist, run_id="r",
                            out=Path("o"), echo=said.append, judge_train=None)  # fmt: skip
     judge_stage.maybe_refresh(fake, 0)
     assert fake.spec is spec and fake.judge_train is None
@@ -181,3 +184,127 @@ def test_a_failed_online_refresh_keeps_the_current_judge_and_says_so(monkeypatch
         and "refresh after step 1 failed" in said[0]
         and "0 training pairs" in said[0]
     )
+
+
+def _other_runs_groups(store_path: str) -> None:
+    """Another run's labelled groups in the training store (a refresh must not learn from them)."""
+    with Store(store_path) as s:
+        s.create_run(name="other", kind="train", config={}, run_id="other-run")
+        for k in range(6):
+            s.put_group(Group(env_id="e/Env-v0", task_id=f"other-{k}", run_id="other-run",
+                              trajectories=[
+                Trajectory(env_id="e/Env-v0", task_id=f"other-{k}", verifiable_reward=r,
+                           messages=[Message(role="user", content=f"other {k}?"),
+                                     Message(role="assistant", content=f"answer {r}")])
+                for r in (1.0, 0.0)]))  # fmt: skip
+
+
+def test_a_refresh_learns_only_from_this_runs_groups_and_a_resumed_run_judges_with_it(
+    run, monkeypatch
+):
+    from types import SimpleNamespace
+
+    from rankgym.judges.judge_data import read_jsonl
+    from rankgym.trainer import checkpoint as ckpt
+    from rankgym.trainer import judge_stage, loop, preflight
+    from rankgym.trainer.loop import Trainer
+
+    t, root = run
+    if ckpt.latest_checkpoint(t.out) is None:
+        t.step(0)
+    _other_runs_groups(t.cfg.store_path)
+    jt = t.cfg.judge_train.model_copy(update={"refresh_every": 1})
+    cfg = t.cfg.model_copy(update={"judge_train": jt})
+    fake = SimpleNamespace(cfg=cfg, spec=t.spec, dist=t.dist, run_id=t.run_id, out=t.out,
+                           echo=lambda _m: None, judge_train=dict(t.judge_train),
+                           judge_check=None)  # fmt: skip
+    judge_stage.maybe_refresh(fake, 0)
+    data = root / "run" / "judge_train" / "refresh-1" / "data"
+    pairs = read_jsonl(data / "train.jsonl") + read_jsonl(data / "heldout.jsonl")
+    assert pairs and not any(p.task_id.startswith("other-") for p in pairs)
+    (rec,) = json.loads((root / "run" / "judge_train" / "refreshes.json").read_text())
+    assert rec["after_step"] == 1 and rec["judge"] == fake.spec.model
+
+    checked: list[str] = []
+
+    def record(cfg, spec, **_k):
+        checked.append(spec.model)
+        return {"judge": spec.model, "kendall_tau": {"value": 0.5, "ci_low": 0.2}}
+
+    monkeypatch.setattr(loop, "judge_preflight", record)
+    monkeypatch.setattr(preflight, "judge_preflight", record)
+    again = Trainer(t.cfg, out_dir=str(root / "run"), progress=False, resume=True)
+    again.setup()
+    try:
+        assert again.spec.model == rec["judge"] != t.judge_train["judge"]
+        assert checked == [rec["judge"]]  # the judge GRPO uses, not the config's judge
+        saved = json.loads((root / "run" / "judge_check.json").read_text())
+        assert saved["judge"] == rec["judge"] and saved["on_policy"] == rec["check"]
+        assert again.judge_check["on_policy"] == rec["check"]
+    finally:
+        again.store.close()
+
+
+def test_preflight_checks_the_trained_judge_and_a_judge_only_reward_stops_on_a_failed_check(
+    monkeypatch,
+):
+    from types import SimpleNamespace
+
+    from rankgym.errors import UserError
+    from rankgym.trainer import judge_stage, preflight
+    from rankgym.trainer.monitor import check_failed
+
+    checked: list[str] = []
+    monkeypatch.setattr(preflight, "judge_preflight", lambda cfg, spec, **_k: checked.append(
+        (cfg.judge.model, spec.model)) or {"kendall_tau": {"value": 0.4, "ci_low": 0.1}})  # fmt: skip
+    failed = {"passed": False, "pairwise_accuracy": 0.48, "pairwise_accuracy_ci": [0.35, 0.6],
+              "heldout_pairs": 40, "min_pairwise": 0.5}  # fmt: skip
+    said: list[str] = []
+    for kind in ("judge+verifiable", "judge"):
+        cfg = TrainConfig.model_validate({"judge_train": {}, "reward": {"kind": kind}})
+        fake = SimpleNamespace(cfg=cfg, spec=SimpleNamespace(model="local/smollm2@/j"),
+                               force=False, echo=said.append)  # fmt: skip
+        if kind == "judge":
+            with pytest.raises(UserError, match=r"pairwise 0.48 \[0.35, 0.60\].*--force"):
+                judge_stage._preflight_trained(fake, failed)
+        else:
+            report = judge_stage._preflight_trained(fake, failed)
+            assert report["on_policy"] == failed and check_failed(report)  # refuses no-signal steps
+    assert checked == [("local/smollm2@/j", "local/smollm2@/j")] * 2
+    assert said and "not above min_pairwise 0.5" in said[0]
+
+
+def test_reward_when_passed_makes_grpo_judge_only_only_for_a_judge_that_passed(
+    monkeypatch, tmp_path: Path
+):
+    from types import SimpleNamespace
+
+    from rankgym.trainer import judge_stage, preflight
+
+    checked: list[str] = []
+    monkeypatch.setattr(preflight, "judge_preflight", lambda cfg, spec, **_k: checked.append(
+        spec.model) or {"decision": "ok"})  # fmt: skip
+    raw = {"judge": {"model": "local/smollm2-yesno"}, "reward": {"kind": "judge+verifiable"},
+           "judge_train": {"reward_when_passed": "judge"}}  # fmt: skip
+    said: list[str] = []
+
+    def trainer(decision: str) -> SimpleNamespace:
+        cfg = TrainConfig.model_validate(raw)
+        return SimpleNamespace(cfg=cfg, spec=SimpleNamespace(model="local/smollm2@/trained"),
+                               judge_check={"decision": decision}, force=False,
+                               echo=said.append, dist=SimpleNamespace(main=True,
+                               broadcast=lambda o: o), out=tmp_path)  # fmt: skip
+
+    passed = {"passed": True, "pairwise_accuracy": 0.8, "pairwise_accuracy_ci": [0.7, 0.9],
+              "heldout_pairs": 60, "min_pairwise": 0.5}  # fmt: skip
+    t = trainer("ok")
+    judge_stage._maybe_judge_only(t, passed)
+    assert t.cfg.reward.kind == "judge" and t.spec.model == "local/smollm2@/trained"
+    assert "GRPO's reward is 'judge'" in said[-1] and not checked
+    for decision, check in (("ok", {**passed, "passed": False}), ("warn", passed)):
+        t = trainer(decision)
+        judge_stage._maybe_judge_only(t, check)
+        assert t.cfg.reward.kind == "judge+verifiable"  # the configured reward and judge stay
+        assert t.spec.model == "local/smollm2-yesno" and checked[-1] == "local/smollm2-yesno"
+        assert "the reward stays 'judge+verifiable'" in said[-1]
+    assert "not above 0.5" in said[-2] and "calibration judge-check" in said[-1]
