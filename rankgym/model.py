@@ -423,14 +423,21 @@ def shared_policy_model(spec: str, dtype: str, device: str) -> tuple[Any, Any, s
         return model, tok, name
 
 
+def policy_model_dir(spec: str) -> tuple[Path, str]:
+    """``(folder, short name)`` of a policy model spec: ``embedded`` is the converted embedded
+    model (converted on first use), anything else a local model folder named by its last path
+    part. Does not check that the folder exists (loading does)."""
+    if spec == "embedded":
+        return embedded_model_dir(), "embedded"
+    return Path(spec), Path(spec).name
+
+
 def load_policy_model(spec: str, dtype: str, device: str) -> tuple[Any, Any, str]:
     """Base model + tokenizer for a policy model spec (``embedded`` or a local directory) and a
     short name for it. ``dtype`` may be ``auto``. Raises ``FileNotFoundError`` for a missing
     directory."""
     if dtype == "auto":
         dtype = auto_dtype(device)
-    if spec == "embedded":
-        model, tok = load_embedded(dtype, device=device)
-        return model, tok, "embedded"
-    model, tok = load_causal_lm(spec, dtype, device=device)
-    return model, tok, Path(spec).name
+    folder, name = policy_model_dir(spec)
+    model, tok = load_causal_lm(str(folder), dtype, device=device)
+    return model, tok, name

@@ -10,8 +10,9 @@ stage's rollouts. Two ways to build one:
 - :meth:`TrainingContext.from_adapter`: a saved adapter over its base model, frozen, for
   sampling only (evaluation, the demo, judge data).
 
-``"embedded"`` is resolved to the converted model's folder here (:func:`policy_model_dir`), and
-the weights dtype and bf16 autocast are decided here, once per context.
+``"embedded"`` is resolved to the converted model's folder here (with
+``rankgym.model.policy_model_dir``, which ``load_policy_model`` uses too), and the weights dtype
+and bf16 autocast are decided here, once per context.
 
 Example (a tiny run's context, then the policy the first rollout uses)::
 
@@ -33,24 +34,19 @@ from typing import Any, Unpack
 from rankgym.envs.policies import TransformersPolicy
 from rankgym.envs.policies.local import Sampling
 from rankgym.errors import UserError
-from rankgym.model import auto_dtype, check_device, embedded_model_dir, load_causal_lm, use_bf16
+from rankgym.model import (
+    auto_dtype,
+    check_device,
+    embedded_model_dir,
+    load_causal_lm,
+    policy_model_dir,
+    use_bf16,
+)
 from rankgym.trainer.config import TrainConfig
 
-__all__ = ["EMBEDDED", "TrainingContext", "policy_model_dir"]
+__all__ = ["TrainingContext"]
 
 log = logging.getLogger(__name__)
-
-EMBEDDED = "embedded"
-"""The ``[policy] model`` name of the embedded SmolLM2-135M-Instruct."""
-
-
-def policy_model_dir(spec: str) -> tuple[Path, str]:
-    """``(folder, short name)`` of a ``[policy] model`` spec: ``embedded`` is the converted
-    embedded model (converted on first use), anything else a local model folder named by its
-    last path part. Does not check that the folder exists (loading does)."""
-    if spec == EMBEDDED:
-        return embedded_model_dir(), EMBEDDED
-    return Path(spec), Path(spec).name
 
 
 @dataclass

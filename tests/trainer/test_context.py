@@ -13,9 +13,9 @@ from trainer_helpers import save_tiny_model, tiny_config, tiny_model
 from rankgym.config import validate_config
 from rankgym.envs.policies import TransformersPolicy
 from rankgym.errors import UserError
-from rankgym.model import embedded_model_dir
+from rankgym.model import embedded_model_dir, policy_model_dir
 from rankgym.trainer.config import TrainConfig
-from rankgym.trainer.context import TrainingContext, policy_model_dir
+from rankgym.trainer.context import TrainingContext
 from rankgym.trainer.loop import Trainer
 from rankgym.trainer.setup import make_env_factory
 from rankgym.trainer.sft import oracle_conversations, oracle_demonstrations, render_rows
