@@ -54,7 +54,7 @@ def _machine_names() -> list[str]:
     """This machine's host names and the addresses they resolve to (best effort)."""
     names = [socket.gethostname(), socket.getfqdn()]
     with contextlib.suppress(OSError):
-        names += [info[4][0] for info in socket.getaddrinfo(socket.gethostname(), None)]
+        names += [str(info[4][0]) for info in socket.getaddrinfo(socket.gethostname(), None)]
     return names
 
 

@@ -19,6 +19,8 @@ from __future__ import annotations
 import json
 import re
 import string
+from collections.abc import Sequence
+from typing import Any
 
 import streamlit as st
 
@@ -263,6 +265,7 @@ def render_group(
     if not idx:
         st.info("This group has no trajectories.")
         return
+    containers: Sequence[Any]  # tab or column containers: both are `with` blocks
     if tabbed or len(idx) > 3:
         containers = st.tabs([md_escape(n, 40) for n in names], key=tabs_key)
     else:

@@ -19,6 +19,7 @@ import random
 from pathlib import Path
 from typing import Any
 
+from rankgym.judge_backend import parse_model
 from rankgym.store import Store
 from rankgym.types import (
     Group,
@@ -158,8 +159,13 @@ def _trajectory(
         for i, m in enumerate(msgs)
         if m.role == "assistant"
     ]
-    metrics = {"turns": len(turns), "tool_errors": 0, "wall_s": round(rng.uniform(0.5, 4), 2)}
-    return Trajectory(**({"id": tid} if tid else {}), env_id=env_id, task_id=task_id, seed=k,
+    metrics: dict[str, float | int | None] = {
+        "turns": len(turns),
+        "tool_errors": 0,
+        "wall_s": round(rng.uniform(0.5, 4), 2),
+    }
+    named: dict[str, Any] = {"id": tid} if tid else {}
+    return Trajectory(**named, env_id=env_id, task_id=task_id, seed=k,
                       messages=msgs, turns=turns, verifiable_reward=reward, metrics=metrics)  # fmt: skip
 
 
@@ -172,7 +178,7 @@ def _group(gid: str, run: str, step: int, trajs: list[Trajectory]) -> Group:
 
 
 def _judge(rng: random.Random, spec: JudgeSpec, g: Group, fooled: bool = False) -> Judgement:
-    scores = []
+    scores: list[TrajectoryScore] = []
     for t in g.trajectories:
         base = 0.75 if (t.verifiable_reward or 0) >= 1 else 0.3
         if fooled:
@@ -187,7 +193,7 @@ def _judge(rng: random.Random, spec: JudgeSpec, g: Group, fooled: bool = False) 
         why += f" T{len(scores) + 1} is {'ahead of' if s > 0.5 else 'behind'} the others."
         scores.append(TrajectoryScore(trajectory_id=t.id, score=round(s, 2), rationale=why))
     latency = round(rng.uniform(0.8, 6.0), 2)
-    service = round(latency * (0.9 if spec.model.startswith("local/") else 0.4), 2)
+    service = round(latency * (0.9 if parse_model(spec.model).in_process else 0.4), 2)
     presentation = {  # one presentation in the group's order, as group_judge records it
         "order": [t.id for t in g.trajectories],
         "latency_s": latency,
@@ -202,7 +208,7 @@ def _judge(rng: random.Random, spec: JudgeSpec, g: Group, fooled: bool = False) 
         presentations=[presentation],
         input_tokens=rng.randint(900, 3000),
         output_tokens=rng.randint(120, 400),
-        cost_usd=0.0 if spec.model.startswith("local/") else round(rng.uniform(3e-4, 2e-3), 6),
+        cost_usd=0.0 if parse_model(spec.model).free else round(rng.uniform(3e-4, 2e-3), 6),
         latency_s=latency,
         calls=1,
     )

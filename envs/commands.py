@@ -13,7 +13,7 @@ import re
 import string
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import gymnasium
 from gymnasium.utils.env_checker import check_env
@@ -48,7 +48,7 @@ def _check(env_id: str) -> tuple[str | None, list[str]]:
     try:
         env = gymnasium.make(env_id)
         check_env(env.unwrapped)
-        tools = _all_tools(env.unwrapped)
+        tools = _all_tools(cast(Env, env.unwrapped))  # every registered rankgym env is an Env
         env.close()
     except Exception as e:  # reported per env, the listing goes on
         return f"check_env failed: {type(e).__name__}: {e}", []
@@ -75,9 +75,10 @@ def _all_tools(env: Env, max_tasks: int = 2000) -> list[Tool]:
 
 
 def _envs_run(args: argparse.Namespace) -> dict[str, Any]:
-    rows = []
+    rows: list[dict[str, Any]] = []
     for info in list_envs():
-        error, warnings = info.error, []
+        warnings: list[str] = []
+        error = info.error
         if error is None and args.check:
             error, warnings = _check(info.id)
         rows.append(

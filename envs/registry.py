@@ -170,7 +170,7 @@ def _accept(before: dict[str, Any], source: str) -> list[EnvInfo]:
             continue
         if old is not None:
             owner = _owner(env_id)
-            error = (
+            error: str | None = (
                 f"refused: {env_id!r} is already registered by {owner}; a plugin cannot replace "
                 "another env's id, register it under a namespace of your own"
             )
@@ -247,7 +247,9 @@ def _dist_name(ep: EntryPoint) -> str:
 
 def _entry_point_str(env_id: str) -> str | None:
     ep = gymnasium.registry[env_id].entry_point
-    return ep if isinstance(ep, str) or ep is None else f"{ep.__module__}:{ep.__qualname__}"
+    if isinstance(ep, str) or ep is None:
+        return ep
+    return f"{ep.__module__}:{getattr(ep, '__qualname__', type(ep).__qualname__)}"
 
 
 def _module_error(module: str) -> str | None:

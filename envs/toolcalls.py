@@ -118,7 +118,7 @@ def parse_text(text: str) -> ParsedText:
         content = _cut(text, spans)
         content = _FENCE_RE.sub(lambda m: m.group(0) if m.group(1).strip() else "", content)
         content = content.strip() if spans else text
-    calls = []
+    calls: list[dict[str, Any]] = []
     for c in raw:
         try:
             encoded = json.dumps(c["arguments"], ensure_ascii=False)

@@ -137,7 +137,7 @@ class Tool:
             key = f"p{i}"
             fields[key] = (ann, Field(default, alias=pname, description=arg_docs.get(pname)))
             aliases.append((key, pname))
-        model = create_model(  # type: ignore[call-overload]
+        model = create_model(
             f"{name}_arguments",
             __config__=ConfigDict(extra="forbid", coerce_numbers_to_str=True),
             **fields,

@@ -71,7 +71,7 @@ def to_messages(raw: Sequence[Any] | str, role: str = "user") -> list[Message]:
     unanswered call before it. Roles other than system/user/assistant/tool raise ValueError.
     """
     if isinstance(raw, str):
-        return [Message(role=role, content=raw)]  # type: ignore[arg-type]
+        return [Message(role=role, content=raw)]
     out: list[Message] = []
     pending: list[str] = []
     n = 0

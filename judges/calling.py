@@ -18,13 +18,13 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from rankgym import router
 from rankgym.errors import RankgymError
+from rankgym.router import RetryBudgetExhausted
 from rankgym.types import JudgeSpec
 
-from . import router
 from .parse import JudgeOutputError, clean_text
 from .record import Presentation
-from .router import RetryBudgetExhausted
 from .spec import RANKGYM_EXTRA
 
 __all__ = [

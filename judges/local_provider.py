@@ -171,9 +171,7 @@ class LocalJudgeLLM(CustomLLM):
         """ref -> (merged model, tokenizer, adapter fingerprint, prompt line limit)"""
 
     # ---- LiteLLM entry points -------------------------------------------------------
-    def completion(  # type: ignore[override]
-        self, model: str, messages: list, *args: Any, **kwargs: Any
-    ) -> ModelResponse:
+    def completion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:
         """LiteLLM's call (every argument by keyword); uses ``optional_params["max_tokens"]``
         and fills ``model_response``; the other arguments (api_base, timeout, ...) are unused."""
         params = kwargs.get("optional_params") or {}
@@ -186,16 +184,16 @@ class LocalJudgeLLM(CustomLLM):
         resp = model_response if model_response is not None else ModelResponse()
         if _timing.service_s is not None:  # the time the model worked, not the wait for the lock
             resp._hidden_params[SERVICE_S] = _timing.service_s
-        resp.choices[0].message.content = text  # type: ignore[union-attr]
+        resp.choices[0].message.content = text
         resp.choices[0].finish_reason = "stop"
         resp.model = f"{PROVIDER}/{model}"
         resp.created = int(time.time())
-        resp.usage = Usage(prompt_tokens=n_in, completion_tokens=n_out, total_tokens=n_in + n_out)  # type: ignore[attr-defined]
+        resp.usage = Usage(prompt_tokens=n_in, completion_tokens=n_out, total_tokens=n_in + n_out)  # type: ignore[union-attr]
         return resp
 
     async def acompletion(
         self, model: str, messages: list, *args: Any, **kwargs: Any
-    ) -> ModelResponse:  # type: ignore[override]
+    ) -> ModelResponse:
         return await asyncio.to_thread(self.completion, model, messages, *args, **kwargs)
 
     # ---- the model ----------------------------------------------------------------

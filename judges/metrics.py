@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import Field, dataclass, fields
 from typing import Any, ClassVar, Self
 
 import numpy as np
@@ -200,6 +200,7 @@ class DictRecord:
 
     nested: ClassVar[dict[str, Any]] = {}
     """Field name -> the record type of that field's ``{name: record}`` values."""
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]]  # set by @dataclass on each subclass
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON-able dict: every field by name, in declaration order."""
@@ -270,7 +271,7 @@ def _resample_counts(rng: np.random.Generator, b: int, g: int) -> np.ndarray:
 
 
 def aggregate(
-    units: list[tuple[str, Sequence[float], Sequence[float]]],
+    units: Sequence[tuple[str, Sequence[float], Sequence[float]]],
     n_resamples: int = 2000,
     confidence: float = 0.95,
     seed: int = 0,

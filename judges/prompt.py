@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
+from rankgym.judge_backend import RemoteBackend, parse_model
 from rankgym.model import EMBEDDED_NAME, cache_dir
 from rankgym.types import Group, Message, Trajectory
 
@@ -289,7 +290,8 @@ def render_tools(tools: list[dict[str, Any]]) -> str:
     for t in tools:
         fn = _d(_d(t).get("function", t))
         params = _d(fn.get("parameters"))
-        required = params.get("required") if isinstance(params.get("required"), list) else []
+        listed = params.get("required")
+        required = listed if isinstance(listed, list) else []
         args = []
         for name, schema in _d(params.get("properties")).items():
             typ = _d(schema).get("type", "any")
@@ -433,7 +435,7 @@ def _custom_tokenizer(model: str) -> dict[str, Any] | None:
     Only once the model has been converted (by its first load): counting never loads or
     converts it. Before that, LiteLLM's default tokenizer gives an estimate.
     """
-    if not model.startswith("local/"):
+    if not parse_model(model).is_local:
         return None
     if model not in _tokenizers:
         path = cache_dir() / "models" / EMBEDDED_NAME / "tokenizer.json"
@@ -450,9 +452,10 @@ def _custom_tokenizer(model: str) -> dict[str, Any] | None:
 
 def exact_token_counts(model: str) -> bool:
     """Whether :func:`count_tokens` is exact for ``model`` (False: an estimate)."""
-    if model.startswith("local/"):
-        return _custom_tokenizer(model) is not None
-    return model.split("/", 1)[0] in {"openai", "azure"} or "/" not in model
+    backend = parse_model(model)
+    if isinstance(backend, RemoteBackend):
+        return backend.exact_token_counts
+    return _custom_tokenizer(model) is not None
 
 
 def count_tokens(model: str, messages: list[dict[str, Any]]) -> int:

@@ -2,18 +2,20 @@
 
 A :class:`Presentation` is what one comparison (one order of the group) produced: its scores,
 rationales and flags by trajectory id, what it cost, and the errors met on the way. The store
-keeps it as a plain dict inside ``Judgement.presentations`` (and in the judge cache), so
-:meth:`Presentation.to_dict` / :meth:`Presentation.from_dict` are the only conversions.
+keeps it as a plain dict (typed ``rankgym.types.PresentationRecord``) inside
+``Judgement.presentations`` (and in the judge cache), so :meth:`Presentation.to_dict` /
+:meth:`Presentation.from_dict` are the only conversions.
 
 What it does not do: average presentations (``GroupJudge.judge`` does) or write to the store.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, cast
 
-from rankgym.types import Judgement
+from rankgym.types import Judgement, PresentationRecord
 
 __all__ = ["Presentation", "judge_summary", "judge_timing"]
 
@@ -54,16 +56,16 @@ class Presentation:
         if cost is not None:
             self.cost_usd = (self.cost_usd or 0.0) + cost
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> PresentationRecord:
         """A JSON-able dict; optional fields that are unset are left out."""
         d = asdict(self)
         for k in ("subsets", "error", "copies", "scale"):
             if d[k] is None:
                 del d[k]
-        return d
+        return cast(PresentationRecord, d)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Presentation:
+    def from_dict(cls, d: Mapping[str, Any]) -> Presentation:
         """Inverse of :meth:`to_dict`; unknown keys (older records) are ignored."""
         known = set(cls.__dataclass_fields__)
         return cls(**{k: v for k, v in d.items() if k in known})

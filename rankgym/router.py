@@ -92,8 +92,8 @@ class Deployment(BaseModel):
         if self.timeout_s is not None:
             params["timeout"] = self.timeout_s
         if self.api_key_env:
-            key = os.environ.get(self.api_key_env)
-            if not key:
+            secret = os.environ.get(self.api_key_env)
+            if not secret:
                 raise RankgymError(
                     f"router deployment {self.model_name!r} ({self.model}): environment "
                     f"variable {self.api_key_env} is not set; export it"

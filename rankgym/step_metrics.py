@@ -150,7 +150,8 @@ class StepMetrics:
         """A stored metrics row as a record: keys it lacks (older or other writers) read as
         None, keys this version does not name go to ``extra``."""
         extra = {k: v for k, v in d.items() if k not in _NAMES}
-        return cls(**{k: d.get(k) for k in _NAMES}, extra=extra, keys=tuple(d))
+        named: dict[str, Any] = {k: d.get(k) for k in _NAMES}
+        return cls(**named, extra=extra, keys=tuple(d))
 
     def series(self) -> dict[str, float]:
         """The numeric metrics (bools as 0.0/1.0) in stored order: one curve each on Runs."""

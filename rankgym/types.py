@@ -13,10 +13,12 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import PydanticSerializationError
+
+from rankgym.judge_backend import parse_model
 
 SCHEMA_VERSION = 1
 
@@ -195,6 +197,37 @@ class TrajectoryScore(_Model):
     hack_suspected: bool = False
 
 
+class PresentationRecord(TypedDict):
+    """One presentation of a group to the judge as stored in ``Judgement.presentations``: what
+    ``rankgym.judges.record.Presentation.to_dict`` writes (see that class for each field).
+    Keys marked NotRequired are left out when unset, or missing from older records."""
+
+    order: list[str]
+    scores: dict[str, float]
+    rationales: dict[str, str]
+    hack_suspected: dict[str, bool]
+    raw_response: str | None
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float | None
+    calls: int
+    errors: list[str]
+    latency_s: float
+    service_s: NotRequired[float]
+    queue_s: NotRequired[float]
+    subsets: NotRequired[list[dict[str, Any]]]
+    cached: bool
+    error: NotRequired[str]
+    copies: NotRequired[dict[str, str]]
+    scale: NotRequired[float]
+
+
+if TYPE_CHECKING:
+    _Presentations = list[PresentationRecord]
+else:  # pydantic keeps validating (and storing) them as plain dicts, byte for byte as before
+    _Presentations = list[dict[str, Any]]
+
+
 class Judgement(_Model):
     """The judge's verdict on one group under one spec (possibly averaged over presentations).
 
@@ -209,7 +242,7 @@ class Judgement(_Model):
     spec_hash: str
     status: Literal["ok", "unjudged"] = "ok"
     scores: list[TrajectoryScore] = Field(default_factory=list)
-    presentations: list[dict[str, Any]] = Field(default_factory=list)
+    presentations: _Presentations = Field(default_factory=list)
     error: str | None = None
     raw_response: str | None = None
     input_tokens: int = 0
@@ -273,7 +306,7 @@ class JudgeSpec(_Model):
             data = self.model_dump(mode="json", exclude={"schema_version"})
         except (UnicodeEncodeError, PydanticSerializationError):  # a lone surrogate in `extra`
             data = self.model_dump(exclude={"schema_version"})
-        if self.model.startswith("local/"):
+        if parse_model(self.model).is_local:
             # a trained judge (local/NAME@DIR, or the shipped adapter a bare local/smollm2
             # serves): the adapter's content is part of the spec, so a retrained adapter in the
             # same directory never reuses cached scores; the yes/no reader has none

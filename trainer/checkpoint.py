@@ -203,8 +203,9 @@ def restore_latest(
         return None
     weights = load_file(str(path / "adapter_model.safetensors"))
     result = set_peft_model_state_dict(model, weights)
-    if getattr(result, "unexpected_keys", None):
-        raise RuntimeError(f"checkpoint {path} has unexpected keys {result.unexpected_keys[:3]}")
+    unexpected = getattr(result, "unexpected_keys", None)
+    if unexpected:
+        raise RuntimeError(f"checkpoint {path} has unexpected keys {unexpected[:3]}")
     state = load_trainer_state(path)
     optimizer.load_state_dict(state["optimizer"])
     if state.get("scheduler") is not None:

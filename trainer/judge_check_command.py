@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from rankgym.cli import Command
 from rankgym.envs.registry import make
 from rankgym.errors import UserError
+from rankgym.judge_backend import parse_model
 from rankgym.judges.commands import DEFAULT_JUDGE, _spec_from_args
 from rankgym.judges.spec import check_credentials
 from rankgym.model import cache_dir, set_torch_threads
@@ -63,8 +64,8 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
     _bounded("--resamples", args.resamples, 0, 100_000)
     spec = _spec_from_args(args)
     env = make(args.env)  # an UnknownEnvError is the CLI's one-line error
-    tasks = env.unwrapped.tasks(args.split) if args.split in ("train", "test") else None
-    if tasks is not None and not any(env.unwrapped.oracle(t) for t in tasks[:20]):
+    tasks = env.tasks(args.split) if args.split in ("train", "test") else None
+    if tasks is not None and not any(env.oracle(t) for t in tasks[:20]):
         raise UserError(
             f"--env {args.env} has no oracle (env.oracle(task) returns nothing), so it cannot "
             "make calibration groups of known order; pick an env with an oracle"
@@ -73,7 +74,7 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
         check_credentials(spec)
     except ValueError as e:
         raise UserError(str(e)) from None
-    if spec.model.startswith("local/"):
+    if parse_model(spec.model).in_process:
         set_torch_threads()
     path = Path(args.store) if args.store else default_store()
     cfg = CheckConfig(

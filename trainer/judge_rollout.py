@@ -45,7 +45,7 @@ def judge_tasks(env_id: str, env_kwargs: dict[str, Any] | None = None) -> int:
     """How many tasks the judge split of ``env_id`` has; raises ``UserError`` when it has none."""
     from rankgym.envs.registry import make
 
-    env = make(env_id, **(env_kwargs or {})).unwrapped
+    env = make(env_id, **(env_kwargs or {}))
     if JUDGE_SPLIT not in env.splits:
         raise UserError(
             f"env {env_id} has no {JUDGE_SPLIT!r} split (its splits: {', '.join(env.splits)}); "

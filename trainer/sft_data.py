@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -190,7 +191,7 @@ def _depth(text: str) -> int:
     return best
 
 
-def _where(err: dict[str, Any]) -> str:
+def _where(err: Mapping[str, Any]) -> str:
     loc = ".".join(str(p) for p in err["loc"] if not str(p).startswith(("function-", "str", "dict", "list")))  # fmt: skip
     return loc or "(line)"
 

@@ -81,7 +81,7 @@ if run_id is not None:
     steps = data.steps_of(key, run_id)
     if len(steps) > 1:
         choice = st.sidebar.selectbox("Step", ["(all)", *steps], key="f_step")
-        step = None if choice == "(all)" else int(choice)
+        step = None if choice == "(all)" else int(str(choice))
 env_id = pickers.pick_env(run_id)
 spec_hash = pickers.pick_spec()
 labeled = TRISTATE[

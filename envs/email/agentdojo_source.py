@@ -200,8 +200,8 @@ def _parse_user_tasks(path: Path) -> dict[str, dict[str, Any]]:
                         kw = {k.arg: k.value for k in node.keywords}
                         fn = _const(kw["function"], env) if "function" in kw else None
                         args: dict[str, Any] = {}
-                        if isinstance(kw.get("args"), ast.Dict):
-                            for k, v in zip(kw["args"].keys, kw["args"].values, strict=True):
+                        if isinstance(pairs := kw.get("args"), ast.Dict):
+                            for k, v in zip(pairs.keys, pairs.values, strict=True):
                                 if k is not None:
                                     args[str(_const(k, env))] = _const(v, env)
                         calls.append((str(fn), args))

@@ -132,7 +132,7 @@ class Builder:
                 ("Product Manager", "Operations Lead", "Engineering Manager", "Program Manager")
             ),
         )
-        titles = (
+        titles: tuple[str, ...] = (
             "Head of Operations", "Finance Manager", "Office Manager", "Talent Partner",
             "Procurement Lead", "Data Engineer", "Product Designer", "Backend Engineer",
             "Account Executive", "Marketing Manager", "Analyst", "QA Engineer", "Legal Counsel",
@@ -244,7 +244,7 @@ class Builder:
             self._keys.add(key(ident))
         return [fact, *extras]
 
-    def unique(self, make) -> str:
+    def unique(self, make: Callable[[], str]) -> str:
         for _ in range(10_000):
             v = make()
             if v not in self._values:

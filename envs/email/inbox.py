@@ -188,7 +188,7 @@ class InboxDB:
         )
         self._con.row_factory = sqlite3.Row
         self._lock = threading.Lock()
-        self.meta: dict[str, str] = dict(self._q("SELECT key, value FROM meta"))
+        self.meta: dict[str, str] = {k: v for k, v in self._q("SELECT key, value FROM meta")}
         self.id = self.meta["inbox_id"]
         self.owner = Person(self.meta["owner_name"], self.meta["owner_email"])
         self.today = self.meta["today"]

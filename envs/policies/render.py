@@ -58,7 +58,10 @@ def chat_ids(
 ) -> list[int]:
     """Token ids of already-rendered ``messages`` through the tokenizer's chat template."""
     text = tokenizer.apply_chat_template(
-        messages, tools=tools or None, add_generation_prompt=generation_prompt, tokenize=False
+        messages,
+        tools=[*tools] if tools else None,
+        add_generation_prompt=generation_prompt,
+        tokenize=False,
     )
     return list(tokenizer(text, add_special_tokens=False)["input_ids"])
 

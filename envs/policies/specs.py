@@ -6,6 +6,7 @@ Part of ``rankgym.envs.policies``; the specs are listed in the package docstring
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from rankgym.envs.base import Env
 from rankgym.envs.policies.base import Policy
@@ -33,15 +34,26 @@ def make_policy(
     ``rankgym.cli.UserError`` for an unknown spec or a missing model directory.
     """
     if "," in spec:  # a mixed group: round-robin over the listed policies
-        opts = {"max_new_tokens": max_new_tokens, "temperature": temperature, "top_p": top_p}
         parts = [s.strip() for s in spec.split(",")]
-        return MixedPolicy([make_policy(s, env, seed=seed, **opts) for s in parts])
+        return MixedPolicy(
+            [
+                make_policy(
+                    s,
+                    env,
+                    seed=seed,
+                    max_new_tokens=max_new_tokens,
+                    temperature=temperature,
+                    top_p=top_p,
+                )
+                for s in parts
+            ]
+        )
     if spec.startswith("oracle~"):
         try:
             return noisy_oracle(spec, seed)
         except ValueError as e:
             raise UserError(f"--policy {e}") from None
-    sampling = {
+    sampling: dict[str, Any] = {
         "max_new_tokens": max_new_tokens or 96,
         "temperature": temperature,
         "top_p": top_p,

@@ -187,7 +187,7 @@ class VLLMPolicy(LocalTokensPolicy):
             )
         except VLLMError as e:
             return self._error(str(e))
-        text = self.tokenizer.decode(out_ids, skip_special_tokens=True)
+        text = str(self.tokenizer.decode(out_ids, skip_special_tokens=True))
         return Generation(
             message=assistant_message(text),
             prompt_token_ids=ids,
@@ -246,6 +246,7 @@ def make_vllm_policy(spec: str, **sampling: Any) -> VLLMPolicy:
     """A :class:`VLLMPolicy` from a ``vllm:`` spec (see the module docstring)."""
     rest = spec[len("vllm:") :]
     server: ManagedServer | None = None
+    name: str | None
     if rest == "serve" or rest.startswith("serve:"):
         model_dir = rest[len("serve:") :] if rest.startswith("serve:") else ""
         if not model_dir:

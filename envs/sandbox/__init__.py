@@ -262,7 +262,7 @@ class Sandbox:
         ones are reported (``events``, ``harness_changed``). Arguments must be encodable
         (builtins); the candidate gets a fresh copy of them.
         """
-        req = {"mode": "calls", "code": code, "entry_point": entry_point}
+        req: dict[str, Any] = {"mode": "calls", "code": code, "entry_point": entry_point}
         req["calls"] = [encode(list(args)) for args in calls]
         return self._run(req, len(calls), files, guarded)
 

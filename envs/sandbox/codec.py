@@ -13,7 +13,7 @@ import json
 import os
 import struct
 import time
-from typing import Any
+from typing import Any, cast
 
 MAX_DEPTH = 40
 MAX_ITEMS = 100_000
@@ -52,15 +52,17 @@ def encode(value: object, depth: int = 0, budget: list[int] | None = None) -> di
     if t is float:
         return {"t": "float", "v": float.__repr__(value)}
     if t is complex:
-        return {"t": "complex", "v": [float.__repr__(value.real), float.__repr__(value.imag)]}
+        z = cast(complex, value)
+        return {"t": "complex", "v": [float.__repr__(z.real), float.__repr__(z.imag)]}
     if t is str:
         return {"t": "str", "v": str.__str__(value)}
     if t is bytes:
-        return {"t": "bytes", "v": bytes.hex(value)}
+        return {"t": "bytes", "v": bytes.hex(cast(bytes, value))}
     if t in (list, tuple, set, frozenset):  # exact builtin types: iteration cannot be patched
-        return {"t": t.__name__, "v": [encode(x, depth + 1, budget) for x in value]}
+        items = cast("list[object]", value)
+        return {"t": t.__name__, "v": [encode(x, depth + 1, budget) for x in items]}
     if t is dict:
-        pairs = dict.items(value)
+        pairs = dict.items(cast("dict[object, object]", value))
         return {
             "t": "dict",
             "v": [[encode(k, depth + 1, budget), encode(v, depth + 1, budget)] for k, v in pairs],

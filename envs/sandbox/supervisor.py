@@ -31,6 +31,7 @@ import stat
 import struct
 import sys
 import time
+import typing
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from codec import CodecError, decode, encode, read_frame, write_frame  # noqa: E402
@@ -185,7 +186,7 @@ def _candidate(req, out_w, err_w, res_w, libc, iso):
         with contextlib.suppress(Exception):
             traceback.print_exc()
         finish("import_error" if req["mode"] == "calls" else "done", 1, f"{type(e).__name__}: {e}")
-    fn = ns.get(req.get("entry_point") or "")
+    fn: typing.Any = ns.get(req.get("entry_point") or "")  # callable when mode is "calls"
     if req["mode"] == "calls" and not callable(fn):
         finish("import_error", 1, f"no function named {req['entry_point']}")
     send({"stage": "imported"})
@@ -417,7 +418,7 @@ def main():
     """Serve runs: a config frame, then one report per request frame, until stdin closes."""
     os.setsid()  # out of the caller's process group (its Ctrl-C is not ours)
     cfg = read_frame(0)
-    iso = {}
+    iso: dict[str, object] = {}
     libc = isolate(cfg, iso)
     if iso["pid_ns"]:  # the next child is pid 1 of the new namespace: it serves
         child = os.fork()

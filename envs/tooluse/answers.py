@@ -78,8 +78,8 @@ def is_spam(task: ToolUseTask, text: str) -> bool:
             named = {w for w in _norm(region).split() if w in kind} - prompt_words
             if len(named) >= SPAM_TEXTS:
                 return True
-    given = {_norm(q) for q in _quoted(task.prompt)}
-    return len({_norm(q) for q in _quoted(region)} - given) >= SPAM_TEXTS
+    quoted = {_norm(q) for q in _quoted(task.prompt)}
+    return len({_norm(q) for q in _quoted(region)} - quoted) >= SPAM_TEXTS
 
 
 def check_answer(task: ToolUseTask, text: str) -> bool:

@@ -13,7 +13,7 @@ import operator
 import random
 from collections.abc import Callable
 from functools import cache
-from typing import Any
+from typing import Any, cast
 
 from rankgym.envs.tools import Tool
 
@@ -56,9 +56,10 @@ def calculate(expression: str) -> int | float:
 
 def _eval(node: ast.AST) -> int | float:
     if isinstance(node, ast.Constant) and type(node.value) in (int, float):
-        if not math.isfinite(node.value) or abs(node.value) > LIMIT:
+        value = cast(int | float, node.value)
+        if not math.isfinite(value) or abs(value) > LIMIT:
             raise ValueError(f"number out of range (|x| <= {LIMIT:.0e})")
-        return node.value
+        return value
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
         v = _eval(node.operand)
         return -v if isinstance(node.op, ast.USub) else v

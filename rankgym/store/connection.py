@@ -24,7 +24,7 @@ import random
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Self, TypeVar
 from urllib.parse import quote
@@ -215,7 +215,9 @@ class StoreFile:
         if user_version(self.conn) < SCHEMA_VERSION:
             self._write(lambda c: apply_migrations(c, self.path))
 
-    def query(self, sql: str, params: tuple | dict = ()) -> list[dict[str, Any]]:
+    def query(
+        self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()
+    ) -> list[dict[str, Any]]:
         """Run a read query and return rows as dicts (text params made valid UTF-8 first)."""
         params = clean_params(params)
         return self._retry(lambda: [dict(r) for r in self.conn.execute(sql, params).fetchall()])

@@ -11,11 +11,12 @@ disk; a network filesystem (NFS, SMB) breaks SQLite's locking and is refused now
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import random
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -112,7 +113,7 @@ class Store(StoreQueries):
         for g in groups:
             if g.judgement is not None:
                 self._check_spec(g.judgement.spec_hash)
-            self._write(lambda c, g=g: insert_group(c, g))
+            self._write(functools.partial(insert_group, g=g))
 
     def get_group(self, group_id: str, spec_hash: str | None = None) -> Group:
         """Load a group with its trajectories and its latest judgement (for ``spec_hash``)."""
@@ -281,7 +282,7 @@ class Store(StoreQueries):
         except ValueError:
             return None  # a damaged cache entry is a miss: the judge asks again
 
-    def cache_put(self, spec_hash: str, group_hash: str, value: dict[str, Any]) -> None:
+    def cache_put(self, spec_hash: str, group_hash: str, value: Mapping[str, Any]) -> None:
         """Cache a judge reply for (spec, group content), replacing an older one."""
         self._write(
             lambda c: c.execute(
@@ -327,7 +328,7 @@ class Store(StoreQueries):
         if why:
             raise StoreError(f"ranking of group {group_id!r} {why}")
         payload = json.dumps({k: float(v) for k, v in ranking.items()})
-        return self._write(
+        row_id = self._write(
             lambda c: (
                 c.execute(
                     "INSERT INTO human_rankings (group_id, labeler, ranking, blind, skipped, created_at)"
@@ -336,6 +337,8 @@ class Store(StoreQueries):
                 ).lastrowid
             )
         )
+        assert row_id is not None  # an INSERT always sets it
+        return row_id
 
     def human_rankings(
         self,

@@ -31,7 +31,7 @@ def enable_fts(conn: sqlite3.Connection) -> None:
     import sqlite_utils  # lazy: it imports pandas and pyarrow (~0.5 s); only migrations need it
 
     db = sqlite_utils.Database(conn, recursive_triggers=False, execute_plugins=False)
-    db["trajectories"].enable_fts(
+    db.table("trajectories").enable_fts(
         ["text"], fts_version="FTS5", tokenize="unicode61", create_triggers=True, replace=True
     )
     if not conn.in_transaction:  # sqlite-utils < 4.2 commits inside executescript
