@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from rankgym.cli import Command
 from rankgym.errors import UserError
+from rankgym.judge_backend import parse_model
 from rankgym.model import set_torch_threads
 from rankgym.store import Store
 from rankgym.terminal import printable
@@ -183,7 +184,7 @@ def _judge_all(
 
     quiet_litellm()
     store.put_judge_spec(spec)
-    if spec.model.startswith("local/") and ids:
+    if parse_model(spec.model).in_process and ids:
         set_torch_threads()
     retry = RetryPolicy(max_attempts=args.attempts, timeout_s=args.timeout)
     bar = tqdm(  # smoothing=0: the ETA from the mean rate (groups finish in bursts, see below)

@@ -16,6 +16,7 @@ from typing import Any
 
 from rankgym.credentials import url_has_credentials
 from rankgym.errors import UserError
+from rankgym.judge_backend import LOCAL_PREFIX, parse_model
 from rankgym.types import JudgeSpec
 
 from .prompt import PROMPT_FORMAT, default_rubric
@@ -31,7 +32,6 @@ __all__ = [
     "quiet_litellm",
 ]
 
-LOCAL_PREFIX = "local/"
 RANKGYM_EXTRA = {"prompt_format"}
 """Keys of ``JudgeSpec.extra`` that rankgym reads itself; all others go to LiteLLM."""
 
@@ -53,8 +53,9 @@ def default_spec(
             "provider's environment variable (e.g. OPENAI_API_KEY) instead"
         )
     fields: dict[str, Any] = {"model": model, "rubric": rubric or default_rubric(), "extra": extra}
-    if model.startswith(LOCAL_PREFIX):
-        fields.update(context_window=8192, max_tokens=512)
+    backend = parse_model(model)
+    if backend.is_local:  # the embedded model's context and answer budget
+        fields.update(context_window=backend.context_window, max_tokens=backend.max_tokens)
     fields.update(params)
     return JudgeSpec(**fields)
 
@@ -103,7 +104,7 @@ def spec_from_options(
             raise UserError(f"{name['max_tokens']} must be at least 1 (got {max_tokens})")
         params["max_tokens"] = max_tokens
     if context_window is not None:
-        answer = max_tokens or (512 if model.startswith(LOCAL_PREFIX) else 2048)
+        answer = max_tokens or parse_model(model).max_tokens
         if context_window <= answer:
             raise UserError(
                 f"{name['context_window']} {context_window} leaves no room for the request: it "
@@ -138,7 +139,7 @@ def missing_credentials(spec: JudgeSpec) -> list[str]:
     """
     import litellm
 
-    if spec.model.startswith(LOCAL_PREFIX):
+    if not parse_model(spec.model).needs_credentials:
         return []
     try:
         found = litellm.validate_environment(spec.model)
@@ -173,7 +174,7 @@ def ensure_provider(model: str) -> None:
 
     Registering loads nothing: the local model is loaded on its first call.
     """
-    if model.startswith(LOCAL_PREFIX):
+    if parse_model(model).is_local:
         from .local_provider import register
 
         register()
