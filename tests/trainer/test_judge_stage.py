@@ -308,3 +308,19 @@ def test_reward_when_passed_makes_grpo_judge_only_only_for_a_judge_that_passed(
         assert t.spec.model == "local/smollm2-yesno" and checked[-1] == "local/smollm2-yesno"
         assert "the reward stays 'judge+verifiable'" in said[-1]
     assert "not above 0.5" in said[-2] and "calibration judge-check" in said[-1]
+
+
+def test_demo_judge_train_adds_the_stage_and_its_numbers_reach_the_json():
+    from rankgym.trainer.demo import JUDGE_TRAIN, demo_config, judge_train_fields
+
+    cfg = validate_config(demo_config("runs/d", 4, "judge+verifiable", 0, judge_train=True), TrainConfig)  # fmt: skip
+    jt = cfg.judge_train
+    assert jt is not None and jt.reward_when_passed == "judge" and jt.use
+    assert jt.env_kwargs == JUDGE_TRAIN["env_kwargs"] and jt.group_size == JUDGE_TRAIN["group_size"]
+    assert validate_config(demo_config("runs/d", 4, "judge", 0), TrainConfig).judge_train is None
+    check = {"passed": True, "pairwise_accuracy": 0.8, "pairwise_accuracy_ci": [0.7, 0.9],
+             "heldout_pairs": 60}  # fmt: skip
+    assert judge_train_fields({"check": check}) == {
+        "judge_train_passed": True, "judge_train_heldout_pairwise": 0.8,
+        "judge_train_heldout_pairwise_ci": [0.7, 0.9], "judge_train_heldout_pairs": 60}  # fmt: skip
+    assert set(judge_train_fields(None).values()) == {None}

@@ -216,6 +216,9 @@ def test_a_judge_that_turns_anti_correlated_mid_run_is_stopped_by_the_guard(
     assert main(["train", "--config", str(cfg), "--out", str(out), "-q"]) == 2
     err = capsys.readouterr().err
     assert "judge guard" in err and "no better than chance" in err and "pairwise 0.00" in err
+    # the window caught the turn (the run-wide number still averages in the good start), and
+    # the message says what to do
+    assert "over the last 2 steps" in err and "Options:" in err and "judge-train" in err
     report = json.loads((out / "guard_stop.json").read_text())
     stopped = report["step"]
     assert 2 <= stopped < 7 and report["guard_stopped"] is True
@@ -224,6 +227,7 @@ def test_a_judge_that_turns_anti_correlated_mid_run_is_stopped_by_the_guard(
         rows = {r["step"]: r["metrics"] for r in s.steps(s.runs()[0]["id"])}
     assert sorted(rows) == list(range(stopped + 1))
     assert rows[0]["judge_pairwise"] == 1.0 and rows[0]["judge_top_fail_rate"] == 0.0
+    assert rows[1]["judge_pairwise"] == 1.0 and not rows[1]["guard_stopped"]  # not stopped early
     assert "loss" not in rows[stopped] and rows[stopped]["judge_pairwise"] == 0.0
     assert rows[stopped]["judge_pairwise_run"] < rows[0]["judge_pairwise_run"]
 
