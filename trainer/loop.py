@@ -72,7 +72,13 @@ from rankgym.trainer.rewards import (
     step_line,
     step_metrics,
 )
-from rankgym.trainer.setup import check_env, judge_spec, make_optimizer, update_settings
+from rankgym.trainer.setup import (
+    check_env,
+    check_inputs,
+    judge_spec,
+    make_optimizer,
+    update_settings,
+)
 from rankgym.types import Group, JudgeSpec
 
 log = logging.getLogger(__name__)
@@ -181,58 +187,32 @@ class Trainer:
         )
 
     def _preflight(self) -> None:
-        """Fail before anything is written when the device or the judge's credentials are missing."""
+        """Fail before anything is written when the device, the judge's credentials or an input
+        (``setup.check_inputs``) is bad."""
         from rankgym.judges.group_judge import check_credentials
-        from rankgym.model import check_device
 
         if self.cfg.router is not None:
             from rankgym.judges.router import install
 
             install(self.cfg.router)
-        try:
-            check_device(self.cfg.policy.device)
-        except ValueError as e:
-            raise UserError(f"policy.device: {e}") from None
+        check_inputs(self.cfg, self.init_adapter)
         if self.reward.needs_judge:
             self.spec = judge_spec(self.cfg)
             try:
                 check_credentials(self.spec)
             except ValueError as e:
                 raise UserError(f"judge.model: {e}") from None
-        if (
-            self.cfg.sft is not None
-            and self.cfg.sft.source == "jsonl"
-            and self.init_adapter is None
-        ):
-            from rankgym.trainer.sft import jsonl_conversations
-
-            jsonl_conversations(self.cfg.sft.path)  # a bad line fails before run.json
-        if (
-            self.init_adapter is not None
-            and not (self.init_adapter / "adapter_config.json").is_file()
-        ):
-            raise UserError(
-                f"init adapter {str(self.init_adapter)!r} holds no adapter_config.json; pass the "
-                "adapter dir `rankgym sft` wrote"
-            )
-
-    def _check_env(self) -> int:
-        """Make the env (bad id/kwargs fail here) and check the task counts; returns max turns."""
-        self.env, self.success_threshold, max_turns = check_env(self.cfg)
-        return max_turns
 
     def _build_model(self) -> None:
         self.ctx = TrainingContext.from_config(self.cfg, self.init_adapter)
 
     def setup(self) -> None:
         """Validate, load the model, then (only then) write run.json and open the store."""
-        from rankgym.store import Store
-
         self.dist = dist_from_env(self.cfg.policy.device)  # accelerate launch: one rank a device
         self.cfg = cfg = rank_config(self.cfg, self.dist)
         self.out = Path(cfg.out_dir)
         self._preflight()
-        max_turns = self._check_env()
+        self.env, self.success_threshold, max_turns = check_env(cfg)  # bad id/kwargs/task counts
         self.judge_check = None
         from rankgym.trainer.judge_stage import swaps_judge
 

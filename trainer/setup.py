@@ -3,7 +3,7 @@ base model (``context.py`` loads it), optimizer and GRPO update settings. Every 
 becomes a ``UserError`` naming the key.
 
 What it does not do: write anything (``loop.Trainer.setup`` calls these before it writes
-run.json), or check credentials and devices (``Trainer._preflight``).
+run.json), or check the judge's credentials (``Trainer._preflight``).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from rankgym.envs.registry import UnknownEnvError, make
 from rankgym.envs.rollout import EnvFactory, select_tasks
 from rankgym.errors import UserError
 from rankgym.judges.spec import spec_from_options
-from rankgym.model import enable_checkpointing
+from rankgym.model import check_device, enable_checkpointing
 from rankgym.trainer.config import TrainConfig
 from rankgym.trainer.grpo import LossSettings, UpdateSettings
 from rankgym.types import JudgeSpec
@@ -78,6 +78,24 @@ def judge_spec(cfg: TrainConfig) -> JudgeSpec:
             "context_window": "judge.context_window",
         },
     )
+
+
+def check_inputs(cfg: TrainConfig, init_adapter: Path | None = None) -> None:
+    """A ``UserError`` naming the key when ``policy.device`` cannot be used here, a line of the
+    ``[sft]`` JSONL is bad (when the SFT stage runs), or ``init_adapter`` holds no adapter."""
+    from rankgym.trainer.sft import jsonl_conversations  # sft imports this module
+
+    try:
+        check_device(cfg.policy.device)
+    except ValueError as e:
+        raise UserError(f"policy.device: {e}") from None
+    if cfg.sft is not None and cfg.sft.source == "jsonl" and init_adapter is None:
+        jsonl_conversations(cfg.sft.path)  # a bad line fails before run.json
+    if init_adapter is not None and not (init_adapter / "adapter_config.json").is_file():
+        raise UserError(
+            f"init adapter {str(init_adapter)!r} holds no adapter_config.json; pass the "
+            "adapter dir `rankgym sft` wrote"
+        )
 
 
 def check_env(cfg: TrainConfig) -> tuple[EnvFactory, float, int]:
