@@ -28,6 +28,8 @@ full prefill; bench/RESULTS.md, issue 22, measures what sharing would save).
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from collections.abc import Callable
 from typing import Any
@@ -187,6 +189,10 @@ def p_first_wins(logp_ab: Any) -> list[float]:
     return torch.softmax(logp_ab, dim=-1)[:, 0].tolist()
 
 
+def _prompt_key(messages: list[dict[str, str]]) -> str:
+    return hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()
+
+
 PairScorer = Callable[[list[list[dict[str, str]]]], tuple[list[float], int]]
 """Pair prompts -> (P(A wins) per prompt, input tokens): what :func:`score_pairs` asks."""
 
@@ -198,21 +204,33 @@ def score_pairs(
     max_line_chars: int = 200,
     batch_size: int = 4,
     orders: int = 2,
+    cache: dict[str, float] | None = None,
 ) -> tuple[dict[str, float], int]:
     """Score each label by its mean probability of winning its pairs; returns (scores, input
     tokens). ``orders=2`` asks every pair in both orders and averages (order-free scores);
-    ``orders=1`` asks it once, the earlier label as A. A group of one scores 0.5."""
+    ``orders=1`` asks it once, the earlier label as A. A group of one scores 0.5.
+
+    ``cache`` (pair prompt hash -> P(A wins)) skips pair prompts already asked, e.g. the same
+    group shown again in another order; the caller keeps one per judge. Input tokens count
+    only the prompts actually sent."""
     if orders not in (1, 2):
         raise ValueError(f"orders must be 1 or 2 (got {orders!r})")
     pairs = [(a, b) for i, a in enumerate(labels) for b in labels[i + 1 :]]
     asked = [(a, b) for a, b in pairs] + ([(b, a) for a, b in pairs] if orders == 2 else [])
+    prompts = {ab: pair_messages(group_messages, *ab, max_line_chars) for ab in asked}
+    keys = {ab: _prompt_key(m) for ab, m in prompts.items()}
     p_a: dict[tuple[str, str], float] = {}
+    if cache is not None:
+        p_a = {ab: cache[k] for ab, k in keys.items() if k in cache}
+    todo = [ab for ab in asked if ab not in p_a]
     n_tokens = 0
-    for start in range(0, len(asked), batch_size):
-        chunk = asked[start : start + batch_size]
-        ps, n = p_first([pair_messages(group_messages, a, b, max_line_chars) for a, b in chunk])
+    for start in range(0, len(todo), batch_size):
+        chunk = todo[start : start + batch_size]
+        ps, n = p_first([prompts[ab] for ab in chunk])
         n_tokens += n
         p_a.update(zip(chunk, ps, strict=True))
+        if cache is not None:
+            cache.update((keys[ab], p) for ab, p in zip(chunk, ps, strict=True))
     wins: dict[str, list[float]] = {label: [] for label in labels}
     for a, b in pairs:
         p = p_a[(a, b)] if orders == 1 else (p_a[(a, b)] + 1.0 - p_a[(b, a)]) / 2
@@ -230,6 +248,7 @@ def score_group(
     max_line_chars: int = 200,
     batch_size: int = 4,
     orders: int = 2,
+    cache: dict[str, float] | None = None,
 ) -> tuple[dict[str, float], int]:
     """:func:`score_pairs` with ``model``'s verdict read-out (one forward per pair prompt)."""
 
@@ -237,4 +256,4 @@ def score_group(
         ctxs = [decision_context(tok, m) for m in prompts]
         return p_first_wins(decision_logprobs(model, tok, ctxs)), sum(len(c) for c in ctxs)
 
-    return score_pairs(p_first, group_messages, labels, max_line_chars, batch_size, orders)
+    return score_pairs(p_first, group_messages, labels, max_line_chars, batch_size, orders, cache)

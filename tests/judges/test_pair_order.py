@@ -121,3 +121,23 @@ def test_a_tiny_model_gives_the_same_scores_in_any_presentation_order(one_torch_
             assert scores[tid] == pytest.approx(results[0][0][tid], abs=1e-4)
     _, one_order_tokens = score_group(lm, tok, p.messages, list(p.labels), orders=1)
     assert 2 * one_order_tokens == results[0][1]
+
+
+def test_a_cache_asks_no_pair_prompt_twice_and_keeps_the_scores():
+    group = Group(env_id="e/Env-v0", task_id="t", trajectories=[
+        trajectory([2], "42"), trajectory([1, 2], "7"), trajectory([], "none")])  # fmt: skip
+    ids = [t.id for t in group.trajectories]
+    asked: list[int] = []
+
+    def counting(prompts):
+        asked.append(len(prompts))
+        return scripted_scorer(prompts)
+
+    cache: dict[str, float] = {}
+    results = []
+    for order in (ids, ids[::-1]):
+        p = build_prompt(group, default_rubric(), order=order)
+        scores, n_tokens = score_pairs(counting, p.messages, list(p.labels), cache=cache)
+        results.append(({p.labels[k]: v for k, v in scores.items()}, n_tokens))
+    assert sum(asked) == 6 and len(cache) == 6  # the reversed order found every prompt cached
+    assert results[1][1] == 0 and results[0][0] == pytest.approx(results[1][0])
