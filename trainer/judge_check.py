@@ -44,6 +44,7 @@ from rankgym.envs.registry import make
 from rankgym.envs.rollout import rollout_groups
 from rankgym.judges.calling import RetryPolicy
 from rankgym.judges.group_judge import GroupJudge, add_shuffles
+from rankgym.judges.method import JudgeMethod
 from rankgym.judges.metrics import Aggregate, aggregate
 from rankgym.judges.prompt import twins
 from rankgym.types import Group, Judgement, JudgeSpec
@@ -342,12 +343,14 @@ def run_check(
     spec: JudgeSpec,
     store: Store | None = None,
     retry: RetryPolicy | None = None,
+    method: type[JudgeMethod] | None = None,
 ) -> CheckReport:
     """Roll out (or reuse) the calibration groups, judge them, store both, and report.
 
     Judgements already in ``store`` for the same spec and orders come from the judge cache at
     no cost, so a rerun is quick. Never raises for a judge failure (unjudged groups are
-    counted in ``unjudged``).
+    counted in ``unjudged``). ``method``: the judging method checked (default the group judge;
+    a training run checks its reward's ``judge_method``).
     """
     t0 = time.perf_counter()
     groups = calibration_groups(cfg, store)
@@ -355,7 +358,9 @@ def run_check(
     if store is not None:
         store.put_judge_spec(spec)
     tools = {g.id: g.tools for g in groups if g.tools}  # the env's tools reach the judge
-    judge = GroupJudge(spec, store, concurrency=cfg.concurrency, retry=retry, tools=tools)
+    judge = (method or GroupJudge)(
+        spec, store, concurrency=cfg.concurrency, retry=retry, tools=tools
+    )
 
     async def main() -> list[Judgement]:
         return list(

@@ -30,6 +30,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rankgym.errors import UserError
+from rankgym.judges.group_judge import GroupJudge
+from rankgym.judges.method import JudgeMethod
 from rankgym.model import cache_dir
 from rankgym.trainer.rewards import reward_class
 from rankgym.types import JudgeSpec, content_hash
@@ -52,9 +54,13 @@ def checks_dir() -> Path:
     return cache_dir() / "judge-checks"
 
 
-def _cache_path(cfg: TrainConfig, spec: JudgeSpec, groups: int) -> Path:
+def _cache_path(
+    cfg: TrainConfig, spec: JudgeSpec, groups: int, method: type[JudgeMethod] = GroupJudge
+) -> Path:
+    other = {} if method is GroupJudge else {"method": f"{method.__module__}.{method.__qualname__}"}
     key = content_hash(
         {
+            **other,  # another judge method than the group judge is checked on its own
             "v": CACHE_VERSION,
             "spec": spec.spec_hash,
             "env": cfg.env.id,
@@ -123,7 +129,8 @@ def judge_preflight(
     if spec is None or not reward_class(cfg.reward.kind).needs_judge or groups <= 0:
         return None
     say = echo or (lambda m: log.info("%s", m))
-    path = _cache_path(cfg, spec, groups)
+    method = reward_class(cfg.reward.kind).judge_method
+    path = _cache_path(cfg, spec, groups, method)
     report: dict[str, Any] | None = None
     if path.is_file():
         try:
@@ -144,7 +151,7 @@ def judge_preflight(
         try:
             checks_dir().mkdir(parents=True, exist_ok=True)
             with Store(checks_dir() / "judge-check.db") as store:
-                report = run_check(check, spec, store).to_dict()
+                report = run_check(check, spec, store, method=method).to_dict()
         except UserError:
             raise
         except Exception as e:  # the check is advice: a failure to run it must not stop training

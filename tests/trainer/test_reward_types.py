@@ -116,3 +116,24 @@ def test_a_registered_reward_type_validates_and_trains_with_its_judge_method(
         scores = g.judgement.score_map()
         longest = max(g.trajectories, key=lambda t: len(t.messages[-1].content or ""))
         assert scores[longest.id] == 1.0 or len(set(scores.values())) == 1
+
+
+def test_the_judge_check_before_training_checks_the_rewards_own_judge_method(
+    tmp_path: Path, length_reward, monkeypatch
+):
+    from rankgym.trainer import preflight
+    from rankgym.trainer.setup import judge_spec
+
+    monkeypatch.setenv("RANKGYM_CACHE", str(tmp_path / "cache"))
+    raw = tiny_config(tmp_path / "m", tmp_path / "run", reward={"kind": "test-length"},
+                      judge={"check_groups": 2})  # fmt: skip
+    cfg = validate_config(raw, TrainConfig)
+    report = preflight.judge_preflight(cfg, judge_spec(cfg))
+    assert report is not None and report["judged"] == 2 and report["decision"] in ("ok", "warn")
+    with Store(preflight.checks_dir() / "judge-check.db", readonly=True) as s:
+        calls = [j.calls for j in s.judgements()]
+    assert calls and set(calls) == {0}  # LengthJudge made every judgement: no LiteLLM call
+    judge_only = cfg.model_copy(update={"reward": cfg.reward.model_copy(update={"kind": "judge"})})
+    assert preflight._cache_path(judge_only, judge_spec(cfg), 2) != preflight._cache_path(
+        cfg, judge_spec(cfg), 2, length_reward.judge_method
+    )
