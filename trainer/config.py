@@ -210,7 +210,8 @@ class MonitorSection(_Section):
 
     guard: Literal["auto", "on", "off"] = "auto"
     """Stop the run once the judge's running agreement with the verifier (or people) is shown
-    to be no better than chance. ``auto`` = on when ``reward.kind = "judge"``."""
+    to be no better than chance. ``auto`` = on when the reward is judge-only (``reward.kind =
+    "judge"``, or a registered type with ``judge_only``; ``rewards.Reward``)."""
     min_pairs: int = Field(30, ge=1, le=10_000_000)
     """Pairs the verifier orders that the guard needs before it may stop a run."""
     min_groups: int = Field(6, ge=2, le=1_000_000)

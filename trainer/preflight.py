@@ -1,8 +1,8 @@
 """Before training on a judge: a small judge-check, and a refusal when it cannot judge.
 
-When the reward uses the judge (``reward.kind`` ``judge`` or ``judge+verifiable``) and
-``judge.check_groups > 0``, :func:`judge_preflight` runs ``rankgym judge-check`` on the run's
-env (``check_groups`` calibration groups of 4 noise levels, 3 orders each; see
+When the reward uses the judge (``Reward.needs_judge``: ``reward.kind`` ``judge`` or
+``judge+verifiable``) and ``judge.check_groups > 0``, :func:`judge_preflight` runs
+``rankgym judge-check`` with the reward's judge method on the run's env (``check_groups`` calibration groups of 4 noise levels, 3 orders each; see
 ``rankgym.trainer.judge_check``). The result is cached by (judge spec hash, env, kwargs, size, seed)
 under ``$RANKGYM_CACHE/judge-checks/`` (with the store holding its groups and judgements), so a second run with the same judge costs nothing, and
 it is written to the run's ``judge_check.json`` and returned in the run summary.
