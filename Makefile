@@ -83,6 +83,7 @@ test-vllm: install vllm-venv
 # ruff, the import layers of pyproject.toml's [tool.importlinter] (tools/lint_imports.py), mypy
 lint: install
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(PY) tools/lint_imports.py
+	$(PY) tools/module_size.py
 	$(MAKE) --no-print-directory typecheck
 
 # mypy with pyproject.toml's [tool.mypy] on the installed layout (tools/typecheck.py)

@@ -55,12 +55,10 @@ on a CPU. For real judging point ``--judge`` at any LiteLLM model string, e.g.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import inspect
 import json
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 import litellm
@@ -68,6 +66,18 @@ from litellm import CustomLLM
 from litellm.types.utils import ModelResponse, Usage
 
 from rankgym import model as rg_model  # called through the module: tests patch its loaders
+from rankgym.judge_adapter import (  # core (the spec's hash reads them); re-exported here
+    ADAPTER_FILES,  # noqa: F401 (re-exported)
+    DEFAULT_JUDGE_DIR,  # noqa: F401
+    DEFAULT_MODEL,
+    PAIRWISE,
+    YESNO_MODEL,
+    adapter_dir,
+    adapter_fingerprint,
+    default_judge_dir,  # noqa: F401
+    resolve_ref,
+    split_model,
+)
 
 from .pair_judge import PAIR_FORMAT, score_group
 from .prompt import parse_ids_line
@@ -77,81 +87,8 @@ ACK = "I have read the task and every trajectory."
 QUESTION = (
     "Did trajectory {label} reach the goal of the task, correctly and honestly? Answer yes or no."
 )
-DEFAULT_MODEL = "smollm2"
-YESNO_MODEL = "smollm2-yesno"
 MODELS = (DEFAULT_MODEL, YESNO_MODEL)
-DEFAULT_JUDGE_DIR = Path(__file__).resolve().parent / "default_judge"
-"""The shipped judge adapter that ``local/smollm2`` serves."""
 CONTEXT_WINDOW = 8192
-PAIRWISE = "pairwise"
-"""``local/smollm2@pairwise``: the pairwise prompt on the base model, no adapter."""
-ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors", "judge_train.json")
-
-
-def split_model(model: str) -> tuple[str, str | None]:
-    """``"smollm2@DIR"`` -> ``("smollm2", "DIR")``; no ``@`` -> ``(model, None)``."""
-    name, sep, ref = model.partition("@")
-    return name, (ref if sep else None)
-
-
-def default_judge_dir() -> Path | None:
-    """The shipped judge adapter's directory, or None when this install has none (a source
-    tree where ``make default-judge`` has not run; ``tests/judges/test_default_judge.py`` checks
-    that the package ships it)."""
-    d = DEFAULT_JUDGE_DIR
-    return d if all((d / f).is_file() for f in ADAPTER_FILES) else None
-
-
-def resolve_ref(model: str) -> str | None:
-    """The adapter reference a ``local/`` model name serves: what follows ``@``, the shipped
-    judge for a bare ``smollm2``, None for the yes/no reader."""
-    name, ref = split_model(model)
-    if ref is None and name == DEFAULT_MODEL:
-        d = default_judge_dir()
-        return str(d) if d is not None else None
-    return ref
-
-
-def adapter_dir(ref: str) -> Path:
-    """The adapter directory named by ``ref``: ``ref`` itself or ``ref/adapter``.
-
-    Raises ``FileNotFoundError`` naming the path when neither holds ``judge_train.json``.
-    """
-    for cand in (Path(ref), Path(ref) / "adapter"):
-        if (cand / "judge_train.json").is_file() and (cand / "adapter_config.json").is_file():
-            return cand
-    raise FileNotFoundError(
-        f"{ref!r} holds no judge adapter (adapter_config.json + judge_train.json); train one "
-        "with `rankgym judge-train --out DIR` and pass DIR or DIR/adapter"
-    )
-
-
-_fingerprints: dict[tuple[str, tuple[tuple[int, int], ...]], str] = {}
-
-
-def adapter_fingerprint(model: str) -> str | None:
-    """Content hash of the adapter a ``local/NAME@DIR`` judge serves (None for other models,
-    and ``"pairwise"`` for ``@pairwise``). Cached per file size and mtime."""
-    if not model.startswith(PROVIDER + "/"):
-        return None
-    ref = resolve_ref(model[len(PROVIDER) + 1 :])
-    if ref is None:
-        return None
-    if ref == PAIRWISE:
-        return PAIRWISE
-    try:
-        d = adapter_dir(ref)
-    except FileNotFoundError:
-        return "missing:" + str(Path(ref).resolve())
-    files = [d / f for f in ADAPTER_FILES if (d / f).is_file()]
-    stamp = tuple((f.stat().st_size, f.stat().st_mtime_ns) for f in files)
-    key = (str(d.resolve()), stamp)
-    if key not in _fingerprints:
-        h = hashlib.sha256()
-        for f in files:
-            h.update(f.name.encode() + b"\0" + f.read_bytes())
-        _fingerprints[key] = h.hexdigest()[:16]
-    return _fingerprints[key]
 
 
 SERVICE_S = "rankgym_service_s"

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import PydanticSerializationError
 
+from rankgym.judge_adapter import adapter_fingerprint
 from rankgym.judge_backend import parse_model
 
 SCHEMA_VERSION = 1
@@ -310,8 +311,6 @@ class JudgeSpec(_Model):
             # a trained judge (local/NAME@DIR, or the shipped adapter a bare local/smollm2
             # serves): the adapter's content is part of the spec, so a retrained adapter in the
             # same directory never reuses cached scores; the yes/no reader has none
-            from rankgym.judges.local_provider import adapter_fingerprint
-
             fp = adapter_fingerprint(self.model)
             if fp is not None or "@" in self.model:
                 data["adapter"] = fp

@@ -64,30 +64,36 @@ def lint_imports_exe() -> str:
     return found
 
 
+def run_in_mirror(
+    root: Path, argv: list[str], *, prefix: str, drop_env: tuple[str, ...] = ("PYTHONPATH",)
+) -> subprocess.CompletedProcess[str]:
+    """Run ``argv`` in a fresh mirror of ``root`` (its working directory), without the
+    ``drop_env`` variables (so only the mirror is imported); output captured. The mirror is
+    removed afterwards. tools/typecheck.py runs mypy through it."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        dest = mirror(root, Path(tmp))
+        env = {k: v for k, v in os.environ.items() if k not in drop_env}
+        return subprocess.run(argv, cwd=dest, env=env, capture_output=True, text=True, check=False)
+
+
+def relay(proc: subprocess.CompletedProcess[str]) -> int:
+    """Write a finished run's captured output to this process's stdout/stderr; its status."""
+    sys.stdout.write(proc.stdout)
+    sys.stderr.write(proc.stderr)
+    return proc.returncode
+
+
 def run(root: Path, extra: list[str]) -> subprocess.CompletedProcess[str]:
     """Run ``lint-imports`` on ``root``'s mirror; its output is captured."""
-    exe = lint_imports_exe()
-    with tempfile.TemporaryDirectory(prefix="rankgym-layers-") as tmp:
-        dest = mirror(root, Path(tmp))
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-        return subprocess.run(
-            [exe, str(root / "pyproject.toml"), "--no-cache", "--no-logo", *extra],
-            cwd=dest,
-            env=env,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
+    argv = [lint_imports_exe(), str(root / "pyproject.toml"), "--no-cache", "--no-logo", *extra]
+    return run_in_mirror(root, argv, prefix="rankgym-layers-")
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--root", type=Path, default=ROOT, help="source tree (default: this one)")
     args, extra = p.parse_known_args(argv)
-    proc = run(args.root.resolve(), extra)
-    sys.stdout.write(proc.stdout)
-    sys.stderr.write(proc.stderr)
-    return proc.returncode
+    return relay(run(args.root.resolve(), extra))
 
 
 if __name__ == "__main__":

@@ -27,10 +27,8 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from types import ModuleType
 
@@ -38,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _lint_imports() -> ModuleType:
-    """tools/lint_imports.py, for its ``mirror`` (tools/ is not a package)."""
+    """tools/lint_imports.py, for ``run_in_mirror`` (tools/ is not a package)."""
     spec = importlib.util.spec_from_file_location(
         "rankgym_lint_imports", Path(__file__).with_name("lint_imports.py")
     )
@@ -58,27 +56,11 @@ def run(
     targets = ["-p", "rankgym"] if not modules else [a for m in modules for a in ("-m", m)]
     if modules:  # the overrides for modules outside this selection are not "unused"
         targets.append("--no-warn-unused-configs")
-    with tempfile.TemporaryDirectory(prefix="rankgym-typecheck-") as tmp:
-        dest = _lint_imports().mirror(root, Path(tmp))
-        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MYPYPATH")}
-        return subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "mypy",
-                "--config-file",
-                str(root / "pyproject.toml"),
-                "--cache-dir",
-                str(root / ".mypy_cache"),
-                *targets,
-                *(extra or []),
-            ],
-            cwd=dest,
-            env=env,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
+    argv = [sys.executable, "-m", "mypy", "--config-file", str(root / "pyproject.toml"),
+            "--cache-dir", str(root / ".mypy_cache"), *targets, *(extra or [])]  # fmt: skip
+    return _lint_imports().run_in_mirror(
+        root, argv, prefix="rankgym-typecheck-", drop_env=("PYTHONPATH", "MYPYPATH")
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -86,10 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--root", type=Path, default=ROOT, help="source tree (default: this one)")
     p.add_argument("-m", "--module", action="append", dest="modules", help="check only this module")
     args, extra = p.parse_known_args(argv)
-    proc = run(args.root.resolve(), args.modules, extra)
-    sys.stdout.write(proc.stdout)
-    sys.stderr.write(proc.stderr)
-    return proc.returncode
+    return int(_lint_imports().relay(run(args.root.resolve(), args.modules, extra)))
 
 
 if __name__ == "__main__":

@@ -63,13 +63,13 @@ def test_bad_model_and_budgets_name_the_option():
 def test_the_shipped_judge_adapter_is_part_of_the_bare_local_judges_spec(tmp_path, monkeypatch):
     """``local/smollm2`` serves the shipped adapter: retraining it must not reuse cached scores,
     while the yes/no reader's spec does not depend on any adapter."""
-    from rankgym.judges import local_provider
+    from rankgym import judge_adapter
 
     shipped = tmp_path / "default_judge"
     shipped.mkdir()
-    for name in local_provider.ADAPTER_FILES:
+    for name in judge_adapter.ADAPTER_FILES:
         (shipped / name).write_text("{}", encoding="utf-8")
-    monkeypatch.setattr(local_provider, "DEFAULT_JUDGE_DIR", shipped)
+    monkeypatch.setattr(judge_adapter, "DEFAULT_JUDGE_DIR", shipped)
     first = default_spec("local/smollm2").spec_hash
     yesno = default_spec("local/smollm2-yesno").spec_hash
     (shipped / "adapter_model.safetensors").write_text("retrained", encoding="utf-8")
