@@ -159,8 +159,11 @@ def advance(ep: Episode, gen: Generation, turn_cap: int, cap_is_user_limit: bool
             policy=gen.policy or None,
         )
     )
+    env = ep.env
     try:
-        new, reward, terminated, truncated, info = ep.env.step(copy.deepcopy(gen.message))
+        if env is None:  # never: start() gave the episode its env
+            raise RuntimeError("the episode has no env")
+        new, reward, terminated, truncated, info = env.step(copy.deepcopy(gen.message))
     except Exception as e:
         ep.error, ep.done = f"env.step: {type(e).__name__}: {e}", True
         return

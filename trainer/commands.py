@@ -110,7 +110,7 @@ def _sft_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _sft_run(args: argparse.Namespace) -> dict[str, Any]:
-    from rankgym.trainer.sft import sft_stage
+    from rankgym.trainer.sft import check_demonstrations, sft_stage
 
     raw = load_train_config(args.config).model_dump(mode="json") if args.config else {}
     if args.env:
@@ -130,10 +130,7 @@ def _sft_run(args: argparse.Namespace) -> dict[str, Any]:
         not out.is_dir() or (not (out / "adapter_config.json").is_file() and any(out.iterdir()))
     ):
         raise UserError(f"--out {args.out!r} exists and holds no adapter; choose another --out")
-    if cfg.sft.source == "jsonl":  # a bad line fails before the model loads
-        from rankgym.trainer.sft import jsonl_conversations
-
-        jsonl_conversations(cfg.sft.path)
+    check_demonstrations(cfg)  # a bad JSONL line fails before the model loads
     set_torch_threads()
     ctx = TrainingContext.from_config(cfg)
     summary = sft_stage(cfg, ctx, out, progress=not args.quiet, echo=_echo(args))

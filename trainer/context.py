@@ -152,13 +152,9 @@ class TrainingContext:
         """A sampling policy named ``name`` over this context's model: :attr:`sampling`, then
         ``overrides``; bf16 autocast as decided. ``adapter``: a named adapter loaded into the
         model to sample with (``rankgym.model.load_named_adapter``)."""
+        sampling: Sampling = {**self.sampling, **overrides}
         return TransformersPolicy(
-            self.model,
-            self.tokenizer,
-            name=name,
-            autocast=self.bf16,
-            adapter=adapter,
-            **{**self.sampling, **overrides},
+            self.model, self.tokenizer, name=name, autocast=self.bf16, adapter=adapter, **sampling
         )
 
     def eval_policy(self, name: str, temperature: float) -> TransformersPolicy:

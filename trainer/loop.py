@@ -192,7 +192,7 @@ class Trainer:
         from rankgym.judges.group_judge import check_credentials
 
         if self.cfg.router is not None:
-            from rankgym.judges.router import install
+            from rankgym.router import install
 
             install(self.cfg.router)
         check_inputs(self.cfg, self.init_adapter)
@@ -360,7 +360,7 @@ class Trainer:
             zero_variance_groups=adv.zero_variance_groups,
             unscored=adv.unscored,
             update=st,
-            lr=self.scheduler.get_last_lr()[0],
+            lr=float(self.scheduler.get_last_lr()[0]),
             timing=timing,
             bf16=self.bf16,
         )

@@ -83,14 +83,14 @@ def judge_spec(cfg: TrainConfig) -> JudgeSpec:
 def check_inputs(cfg: TrainConfig, init_adapter: Path | None = None) -> None:
     """A ``UserError`` naming the key when ``policy.device`` cannot be used here, a line of the
     ``[sft]`` JSONL is bad (when the SFT stage runs), or ``init_adapter`` holds no adapter."""
-    from rankgym.trainer.sft import jsonl_conversations  # sft imports this module
+    from rankgym.trainer.sft import check_demonstrations  # sft imports this module
 
     try:
         check_device(cfg.policy.device)
     except ValueError as e:
         raise UserError(f"policy.device: {e}") from None
-    if cfg.sft is not None and cfg.sft.source == "jsonl" and init_adapter is None:
-        jsonl_conversations(cfg.sft.path)  # a bad line fails before run.json
+    if cfg.sft is not None and init_adapter is None:
+        check_demonstrations(cfg)  # a bad JSONL line fails before run.json
     if init_adapter is not None and not (init_adapter / "adapter_config.json").is_file():
         raise UserError(
             f"init adapter {str(init_adapter)!r} holds no adapter_config.json; pass the "

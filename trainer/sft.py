@@ -55,7 +55,7 @@ from rankgym.envs.rollout import EnvFactory, rollout_groups
 from rankgym.errors import UserError
 from rankgym.model import bound_heap, release_freed_memory
 from rankgym.store import Store
-from rankgym.trainer.config import TrainConfig
+from rankgym.trainer.config import SFTSection, TrainConfig
 from rankgym.trainer.context import TrainingContext
 from rankgym.trainer.finite import check_update
 from rankgym.trainer.grpo import Sample, collate, token_logprobs, trajectory_rows
@@ -65,10 +65,12 @@ from rankgym.trainer.sft_data import MAX_COMPLETION_TOKENS, fit_conversation, re
 __all__ = [
     "Conversation",
     "SFTStats",
+    "check_demonstrations",
     "jsonl_conversations",
     "oracle_conversations",
     "oracle_demonstrations",
     "render_rows",
+    "sft_section",
     "sft_train",
     "store_conversations",
     "warm_start",
@@ -290,7 +292,7 @@ def sft_train(
             if step and max_minutes is not None and time.perf_counter() - t0 > 60 * max_minutes:
                 st.stopped_on_time_cap = True  # said by sft_stage and the train summary
                 break
-            batch = []
+            batch: list[Rows] = []
             while len(batch) < min(batch_size, len(examples)):
                 if not order:
                     order = list(range(len(examples)))
@@ -328,16 +330,37 @@ def sft_train(
     return st
 
 
+def sft_section(cfg: TrainConfig) -> SFTSection:
+    """``cfg.sft``; a ``UserError`` when the config has no ``[sft]`` section."""
+    if cfg.sft is None:
+        raise UserError("the config has no [sft] section; add one (see docs/training.md)")
+    return cfg.sft
+
+
+def _path(s: SFTSection) -> str:
+    if not s.path:  # the config refuses this already; here for the type
+        raise UserError(f"sft.path: source = {s.source!r} needs path")
+    return s.path
+
+
+def check_demonstrations(cfg: TrainConfig) -> None:
+    """Read a JSONL ``[sft]`` source now, so that a bad line fails before the model loads (the
+    other sources are read when the stage runs)."""
+    s = sft_section(cfg)
+    if s.source == "jsonl":
+        jsonl_conversations(_path(s))
+
+
 def conversations_for(cfg: TrainConfig) -> list[Conversation]:
     """The demonstrations a train config's ``[sft]`` section names."""
-    s = cfg.sft
+    s = sft_section(cfg)
     kwargs = cfg.env.kwargs if s.env_kwargs is None else s.env_kwargs
     if s.source == "jsonl":
-        return jsonl_conversations(s.path)
+        return jsonl_conversations(_path(s))
     make_env = make_env_factory(cfg.env.id, kwargs, cfg.env.max_turns)
     if s.source == "store":
         return store_conversations(
-            s.path, make_env, select=s.select, min_reward=s.min_reward, run_id=s.run
+            _path(s), make_env, select=s.select, min_reward=s.min_reward, run_id=s.run
         )
     return oracle_conversations(make_env, s.tasks, seed=cfg.seed)
 
@@ -356,7 +379,7 @@ def sft_stage(
     SFT stats), so ``rankgym eval --adapter``, ``--policy hf:BASE@DIR`` and GRPO load it.
     Returns the summary it wrote.
     """
-    s = cfg.sft
+    s = sft_section(cfg)
     say = echo or (lambda _m: None)
     convs = conversations_for(cfg)
     model, tokenizer = ctx.model, ctx.tokenizer
