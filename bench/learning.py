@@ -82,12 +82,7 @@ def main() -> None:
     tr.setup()
 
     def evaluate(policy, name):
-        from rankgym.envs.policies import TransformersPolicy
-
-        cur = TransformersPolicy(
-            tr.model, tr.tokenizer, name=name, max_new_tokens=cfg.policy.max_new_tokens,
-            temperature=cfg.eval.temperature, seed=cfg.seed, autocast=tr.bf16,
-        )  # fmt: skip
+        cur = tr.ctx.eval_policy(name, cfg.eval.temperature)
         pol = AdapterOffPolicy(cur, name) if policy == "base" else cur
         table: dict[str, list[int]] = {}
         res = evaluate_policies(
@@ -106,10 +101,9 @@ def main() -> None:
     curve = [{"step": 0, **_pick(sft)}]
     more = None
     if args.arm == "sft-more":
-        from rankgym.envs.policies import TransformersPolicy
         from rankgym.trainer.sft import conversations_for, render_rows, sft_train
 
-        more = render_rows(TransformersPolicy(tr.model, tr.tokenizer), conversations_for(cfg))
+        more = render_rows(tr.ctx.policy("sft"), conversations_for(cfg))
     history = []
     stopped_early = False
     for k in range(cfg.steps):
