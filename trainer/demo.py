@@ -357,7 +357,7 @@ def _demo_run(args: argparse.Namespace) -> dict[str, Any]:
         "sft_seconds": sft.get("seconds"),
         "reward": reward,
         "judge": judge,
-        **judge_train_fields(getattr(trainer, "judge_train", None)),
+        **judge_train_fields(trainer.judge_train),
         "reward_per_step": summary.get("reward_per_step"),
         "hack_penalized": summary.get("hack_penalized"),
         **monitor_fields(summary.get("monitor")),
