@@ -22,14 +22,19 @@ import json
 import os
 import random
 import shutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 
 from rankgym.credentials import redact
 from rankgym.errors import UserError
+
+if TYPE_CHECKING:
+    from peft import PeftModel
+    from torch.optim.lr_scheduler import LRScheduler
 
 PREFIX = "step-"
 STATE_FILE = "trainer_state.pt"
@@ -70,9 +75,9 @@ def set_rng_state(state: dict[str, Any]) -> None:
 def save_checkpoint(
     out_dir: str | Path,
     step: int,
-    model: Any,
+    model: PeftModel,
     optimizer: torch.optim.Optimizer,
-    scheduler: Any,
+    scheduler: LRScheduler | None,
     meta: dict[str, Any],
     keep: int = 2,
 ) -> Path:
@@ -83,7 +88,7 @@ def save_checkpoint(
         shutil.rmtree(stale, ignore_errors=True)
     final = root / f"{PREFIX}{step:06d}"
     tmp = root / f"{final.name}.tmp-{os.getpid()}"
-    model.save_pretrained(tmp)
+    model.save_pretrained(str(tmp))
     torch.save(
         {
             "step": step,
@@ -191,7 +196,10 @@ def write_run(out_dir: str | Path, run_id: str, config: dict[str, Any]) -> None:
 
 
 def restore_latest(
-    out_dir: str | Path, model: Any, optimizer: torch.optim.Optimizer, scheduler: Any
+    out_dir: str | Path,
+    model: PeftModel,
+    optimizer: torch.optim.Optimizer,
+    scheduler: LRScheduler | None,
 ) -> tuple[Path, int, dict[str, Any]] | None:
     """Load the newest checkpoint's adapter, optimizer, scheduler and RNG state into the given
     objects; returns ``(path, step, meta)``, or None when there is no checkpoint yet."""
@@ -208,7 +216,7 @@ def restore_latest(
         raise RuntimeError(f"checkpoint {path} has unexpected keys {unexpected[:3]}")
     state = load_trainer_state(path)
     optimizer.load_state_dict(state["optimizer"])
-    if state.get("scheduler") is not None:
+    if state.get("scheduler") is not None and scheduler is not None:
         scheduler.load_state_dict(state["scheduler"])
     set_rng_state(state["rng"])
     return path, int(state["step"]), read_meta(path)
@@ -221,7 +229,7 @@ def run_identity(
     resume: bool,
     name: str | None,
     resumable: set[str],
-    echo: Any = None,
+    echo: Callable[[str], None] | None = None,
 ) -> str:
     """The run id of ``out_dir``: the saved one on resume (refusing a config that differs outside
     ``resumable``), else a new one written to run.json. A dir whose earlier start never finished
