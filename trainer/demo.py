@@ -292,7 +292,7 @@ def _drop_training_state(trainer: Any) -> None:
 
     from rankgym.model import release_freed_memory
 
-    for attr in ("policy", "optimizer", "scheduler", "model"):
+    for attr in ("policy", "optimizer", "scheduler", "ctx"):  # ctx holds the model
         setattr(trainer, attr, None)
     gc.collect()
     release_freed_memory()

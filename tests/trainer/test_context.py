@@ -148,3 +148,16 @@ def test_the_vllm_adapter_sync_samples_as_the_context_says_and_starts_at_the_giv
     finally:
         sync.close()
         server.shutdown()
+
+
+def test_the_demo_frees_a_set_up_trainers_model_through_its_context(tmp_path: Path):
+    from rankgym.trainer.demo import _drop_training_state
+
+    model_dir = save_tiny_model(tmp_path / "tiny")
+    raw = tiny_config(model_dir, tmp_path / "out", steps=1, reward={"kind": "verifiable"})
+    t = Trainer(validate_config(raw, TrainConfig), progress=False)
+    t.setup()
+    assert t.policy.model is t.model is t.ctx.model
+    _drop_training_state(t)
+    assert (t.ctx, t.policy, t.optimizer) == (None, None, None)
+    t.store.close()
