@@ -8,7 +8,11 @@ the same module object (so ``install``/``uninstall`` and module state are shared
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 from rankgym import router as _router
+
+if TYPE_CHECKING:  # what the swap below makes true at run time, spelled for the type checker
+    from rankgym.router import *  # noqa: F403
 
 sys.modules[__name__] = _router
