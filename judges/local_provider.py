@@ -37,9 +37,18 @@ Any other request (no ids line) gets plain greedy generation, up to ``max_tokens
 
 **Trained judges.** ``local/smollm2@DIR`` serves a pairwise judge LoRA written by
 ``rankgym judge-train`` (``DIR`` is its ``adapter/`` directory, or the ``--out`` directory that
-holds one): a fresh base model (the one named in ``DIR/judge_train.json``) with the adapter
-merged, scoring a group by pairwise comparisons (``rankgym.judges.pair_judge.score_group``:
-each trajectory's mean probability of winning its pairs). ``local/smollm2@pairwise`` is the
+holds one): the adapter loaded by name into the process-wide base model (the one named in
+``DIR/judge_train.json``) and switched on for each request, scoring a group by pairwise
+comparisons (``rankgym.judges.pair_judge.score_group``: each trajectory's mean probability of
+winning its pairs).
+
+**One base copy.** Every local judge runs on the process-wide base
+(``rankgym.model.shared_embedded``), the copy a trainer on the embedded model also puts its
+LoRA on (``rankgym.model.training_base``): each request runs under
+``rankgym.model.using_adapter`` (no adapter, or the judge's own), so the trainer's adapter never
+reaches a judge score. The weights are in the policy's dtype (bf16 on a CPU with native bf16):
+set ``RANKGYM_JUDGE_DTYPE=float32`` for the fp32 scores recorded before issue 23 (a second copy).
+``local/smollm2@pairwise`` is the
 same pairwise prompt on the untrained base (the ablation: prompt without training). The
 adapter's content hash enters the judge spec hash (:func:`adapter_fingerprint`, read by
 ``JudgeSpec.spec_hash``), so scores cached for the base judge, or for an older adapter in the
@@ -57,6 +66,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import os
 import threading
 import time
 from typing import Any
@@ -89,6 +99,9 @@ QUESTION = (
 )
 MODELS = (DEFAULT_MODEL, YESNO_MODEL)
 CONTEXT_WINDOW = 8192
+JUDGE_DTYPE_ENV = "RANKGYM_JUDGE_DTYPE"
+"""Environment variable: the local judge's weights dtype (``float32``/``bfloat16``; see
+``LocalJudgeLLM.dtype``)."""
 
 
 SERVICE_S = "rankgym_service_s"
@@ -100,12 +113,22 @@ _timing = threading.local()
 class LocalJudgeLLM(CustomLLM):
     """LiteLLM custom provider running the embedded model in this process (see module doc)."""
 
-    def __init__(self, dtype: str = "float32") -> None:
+    def __init__(self, dtype: str | None = None) -> None:
         super().__init__()
-        self.dtype = dtype
+        self._dtype = dtype
         self._lock = threading.Lock()
-        self._judges: dict[str, tuple[Any, Any, str, int]] = {}
-        """ref -> (merged model, tokenizer, adapter fingerprint, prompt line limit)"""
+        self._judges: dict[str, tuple[Any, Any, str, int, str]] = {}
+        """ref -> (base model, tokenizer, adapter fingerprint, prompt line limit, adapter name)"""
+
+    @property
+    def dtype(self) -> str:
+        """Weights dtype: the one given, else ``$RANKGYM_JUDGE_DTYPE``, else the policy's
+        ``auto`` (bf16 where the CPU has it), so the judge and a trainer share one base copy
+        (``rankgym.model.training_base``). ``float32`` gives the scores recorded before
+        issue 23 at the cost of a second copy of the weights."""
+        if self._dtype is None:
+            self._dtype = os.environ.get(JUDGE_DTYPE_ENV) or rg_model.auto_dtype("cpu")
+        return self._dtype
 
     # ---- LiteLLM entry points -------------------------------------------------------
     def completion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:
@@ -163,25 +186,30 @@ class LocalJudgeLLM(CustomLLM):
         user_text = next((m["content"] for m in reversed(msgs) if m["role"] == "user"), "")
         labels = parse_ids_line(user_text)
         ref = resolve_ref(model)
+        adapter: str | None = rg_model.OFF  # the shared base may carry a trainer's LoRA
         if ref is not None:
-            lm, tok, chars = self._pairwise_model(model, ref)
+            lm, tok, chars, adapter = self._pairwise_model(model, ref)
             if labels:
-                return self._pairwise_scores(lm, tok, msgs, labels, model, chars, pair_orders)
+                with rg_model.using_adapter(lm, adapter):
+                    return self._pairwise_scores(lm, tok, msgs, labels, model, chars, pair_orders)
         else:
             lm, tok = self._model(model)
-        if labels:
-            return self._yes_no_scores(lm, tok, msgs, labels, model)
-        prompt = tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
-        ids = tok(prompt, add_special_tokens=False)["input_ids"]
-        self._check_fits(len(ids) + max_tokens, model)
-        return self._greedy(lm, tok, ids, max_tokens)
+        with rg_model.using_adapter(lm, adapter):
+            if labels:
+                return self._yes_no_scores(lm, tok, msgs, labels, model)
+            prompt = tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
+            ids = tok(prompt, add_special_tokens=False)["input_ids"]
+            self._check_fits(len(ids) + max_tokens, model)
+            return self._greedy(lm, tok, ids, max_tokens)
 
-    def _pairwise_model(self, model: str, ref: str) -> tuple[Any, Any, int]:
-        """(model, tokenizer, line limit): the base with the judge adapter merged (cached per
-        adapter content), or the plain base for ``@pairwise``."""
+    def _pairwise_model(self, model: str, ref: str) -> tuple[Any, Any, int, str | None]:
+        """(model, tokenizer, line limit, adapter name): the process-wide base with the judge
+        adapter loaded under a name of its content hash (switched on with ``using_adapter``
+        for each request; not merged, so the base stays shared with the policy), or the plain
+        base for ``@pairwise`` (adapter ``OFF``)."""
         self._model(model)  # validates the name before ``@``
         if ref == PAIRWISE:
-            return (*rg_model.shared_embedded(self.dtype), 200)
+            return (*rg_model.shared_embedded(self.dtype), 200, rg_model.OFF)
         try:
             d = adapter_dir(ref)
         except FileNotFoundError as e:
@@ -191,8 +219,6 @@ class LocalJudgeLLM(CustomLLM):
         fp = adapter_fingerprint(f"{PROVIDER}/{split_model(model)[0]}@{ref}") or ""
         cached = self._judges.get(ref)
         if cached is None or cached[2] != fp:
-            from peft import PeftModel
-
             meta = json.loads((d / "judge_train.json").read_text())
             if meta.get("pair_format") != PAIR_FORMAT:
                 raise litellm.NotFoundError(
@@ -203,16 +229,13 @@ class LocalJudgeLLM(CustomLLM):
                     llm_provider=PROVIDER,
                 )
             base = meta.get("base", "local/smollm2")
-            lm, tok = (
-                rg_model.load_embedded(dtype=self.dtype)
-                if base.startswith(PROVIDER + "/")
-                else rg_model.load_causal_lm(base, dtype=self.dtype)
-            )
-            lm = PeftModel.from_pretrained(lm, str(d)).merge_and_unload()
-            lm.eval()
+            spec = "embedded" if base.startswith(PROVIDER + "/") else base
+            lm, tok, _ = rg_model.shared_policy_model(spec, self.dtype, "cpu")
+            name = f"judge-{fp or 'adapter'}"  # an older adapter of this ref stays loaded, unused
+            rg_model.load_named_adapter(lm, d, name)
             chars = int(meta.get("config", {}).get("max_line_chars", 200))
-            cached = self._judges[ref] = (lm, tok, fp, chars)
-        return cached[0], cached[1], cached[3]
+            cached = self._judges[ref] = (lm, tok, fp, chars, name)
+        return cached[0], cached[1], cached[3], cached[4]
 
     def _pairwise_scores(
         self,

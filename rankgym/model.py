@@ -345,17 +345,45 @@ def load_named_adapter(model: Any, adapter_dir: str | Path, name: str) -> Any:
     d = Path(adapter_dir)
     if not (d / "adapter_config.json").is_file():
         raise FileNotFoundError(f"{str(d)!r} holds no adapter_config.json (not a peft adapter)")
-    with _adapter_lock:
+    with _adapter_lock, _keeping_adapter_state(model):
         if isinstance(model, PeftModel):
             if name in model.peft_config:
                 model.delete_adapter(name)
-            active = model.active_adapter
             model.load_adapter(str(d), adapter_name=name, is_trainable=False)
-            model.set_adapter(active)  # load_adapter leaves the trained adapter active
             return model
         model = PeftModel.from_pretrained(model, str(d), adapter_name=name, is_trainable=False)
         model.eval()
         return model
+
+
+@contextlib.contextmanager
+def _keeping_adapter_state(model: Any) -> Iterator[None]:
+    """Restore, after the block, which adapters each peft layer of ``model`` runs and which
+    parameters train: loading an adapter makes it the active one and freezes the others
+    (peft's ``set_adapter``), which would silently stop a trainer whose LoRA lives in the
+    same layers (a judge adapter loaded into the trainer's base)."""
+    from peft.tuners.tuners_utils import BaseTunerLayer
+
+    grads = [(p, p.requires_grad) for n, p in model.named_parameters() if "lora_" in n]
+    layers = [m for m in model.modules() if isinstance(m, BaseTunerLayer)]
+    saved = [(m, m.disable_adapters, list(m.active_adapters)) for m in layers]
+    yield
+    for m, disabled, active in saved:
+        m.enable_adapters(not disabled)
+        m._active_adapter = active  # as set_adapter sets it, without touching requires_grad
+    for p, flag in grads:
+        p.requires_grad_(flag)
+
+
+def has_adapter_layers(model: Any) -> bool:
+    """Whether peft has injected adapter (LoRA) layers into ``model``'s modules."""
+    import sys
+
+    if "peft" not in sys.modules:
+        return False
+    from peft.tuners.tuners_utils import BaseTunerLayer
+
+    return any(isinstance(m, BaseTunerLayer) for m in model.modules())
 
 
 @contextlib.contextmanager
@@ -402,6 +430,22 @@ def adapters_disabled(model: Any) -> bool:
         if isinstance(m, BaseTunerLayer):
             return bool(m.disable_adapters)
     return False
+
+
+def training_base(spec: str, dtype: str, device: str) -> tuple[Any, Any]:
+    """The base model a trainer puts its LoRA on: for the embedded model on the CPU, the
+    process-wide copy the local judge and the evaluation also use (:func:`shared_policy_model`;
+    one copy of the weights per process), unless adapter layers were injected into it already
+    (another trainer, or a judge adapter loaded first), in which case a fresh copy
+    (:func:`load_policy_model`). Any other spec: a fresh copy.
+
+    The trainer's LoRA then lives in the shared copy's layers: every other user must pick its
+    adapter with :func:`using_adapter` (the local judge does: ``OFF`` or its own adapter)."""
+    if spec == "embedded" and device == "cpu":
+        model, tok, _ = shared_policy_model(spec, dtype, device)
+        if not has_adapter_layers(model):
+            return model, tok
+    return load_policy_model(spec, dtype, device)[:2]
 
 
 def shared_policy_model(spec: str, dtype: str, device: str) -> tuple[Any, Any, str]:

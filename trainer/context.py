@@ -40,6 +40,7 @@ from rankgym.model import (
     embedded_model_dir,
     load_causal_lm,
     policy_model_dir,
+    training_base,
     use_bf16,
 )
 from rankgym.trainer.config import TrainConfig
@@ -80,7 +81,7 @@ class TrainingContext:
         model_dir, name = policy_model_dir(p.model)
         dtype = auto_dtype(p.device) if p.dtype == "auto" else p.dtype
         try:
-            base, tokenizer = load_causal_lm(str(model_dir), dtype, device=p.device)
+            base, tokenizer = training_base(p.model, dtype, p.device)  # the judge's, if it can
         except FileNotFoundError as e:
             raise UserError(f"policy.model: {e}") from None
         return cls(

@@ -83,6 +83,12 @@ class AdapterOffPolicy:
         finally:
             self.policy.name = saved
 
+    def drop_kv(self) -> None:
+        """Free the wrapped policy's kept KV caches (``TransformersPolicy.drop_kv``)."""
+        drop = getattr(self.policy, "drop_kv", None)
+        if drop is not None:
+            drop()
+
 
 def successes(groups: Sequence[Group], threshold: float) -> dict[str, list[int]]:
     """task id -> [1/0 per sample, ordered by episode seed]."""
@@ -170,6 +176,9 @@ def evaluate_policies(
             step=0,
             progress=progress,
         )
+        drop_kv = getattr(policy, "drop_kv", None)  # this policy's last caches: not needed now
+        if drop_kv is not None:
+            drop_kv()
         if on_groups is not None:
             on_groups(name, groups)
         tables[name] = successes(groups, threshold)

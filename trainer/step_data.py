@@ -59,6 +59,9 @@ def rollout_and_judge(trainer: Trainer, step: int) -> tuple[list[Group], dict[st
             f"step {step}: rollouts came from {sorted(map(str, stale))}, expected {expected!r}; "
             "the policy is not serving the current adapter"
         )
+    drop_kv = getattr(trainer.policy, "drop_kv", None)  # vLLM/remote policies keep no cache
+    if drop_kv is not None:  # the caches are stale after the update: free them for judge+update
+        drop_kv()
     timing["rollout_s"] = time.perf_counter() - t0
     timing["rollout_completion_tokens"] = sum(
         len(tu.completion_token_ids) for g in groups for t in g.trajectories for tu in t.turns
