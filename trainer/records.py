@@ -51,4 +51,11 @@ class EvalResult(TypedDict):
     seed: int
     policies: dict[str, dict[str, Any]]
     tag: NotRequired[str]
-    """Set by the training loop: which evaluation of the run this is (e.g. ``final``)."""
+    """Set by the training loop: which evaluation of the run this is (``step<k>``)..."""
+    step: NotRequired[int]
+    """... and after how many steps."""
+    env: NotRequired[str]
+    """Set by ``rankgym eval``: the env id, its kwargs, the adapter and sampling temperature."""
+    env_kwargs: NotRequired[dict[str, Any]]
+    adapter: NotRequired[str]
+    temperature: NotRequired[float]
