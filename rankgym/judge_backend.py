@@ -17,6 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from rankgym.judge_adapter import adapter_fingerprint
+
 __all__ = [
     "LOCAL_PREFIX",
     "LOCAL_PROVIDER",
@@ -62,6 +64,20 @@ class LocalBackend:
         _, at, ref = self.name.partition("@")
         return ref if at else None
 
+    @property
+    def fingerprint(self) -> str | None:
+        """Content hash of the adapter it serves (``rankgym.judge_adapter``: ``"missing:<dir>"``
+        for a folder without one, ``"pairwise"`` for ``@pairwise``); None for the yes/no reader,
+        which serves none. Changes when the adapter is retrained."""
+        return adapter_fingerprint(self.model)
+
+    def spec_hash_fields(self) -> dict[str, str | None]:
+        """What ``JudgeSpec.spec_hash`` adds for this model: the adapter's fingerprint, so a
+        retrained adapter in the same folder never reuses cached scores (nothing for the yes/no
+        reader; an ``@DIR`` whose adapter cannot be found still adds ``None``)."""
+        fp = self.fingerprint
+        return {"adapter": fp} if fp is not None or self.adapter is not None else {}
+
 
 @dataclass(frozen=True)
 class RemoteBackend:
@@ -88,6 +104,15 @@ class RemoteBackend:
         an OpenAI model)."""
         head, slash, _ = self.model.partition("/")
         return head if slash else ""
+
+    @property
+    def fingerprint(self) -> str | None:
+        """None: a provider's model has no adapter of ours to hash."""
+        return None
+
+    def spec_hash_fields(self) -> dict[str, str | None]:
+        """Nothing: the spec's own fields identify a provider's model."""
+        return {}
 
     @property
     def exact_token_counts(self) -> bool:

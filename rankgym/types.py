@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import PydanticSerializationError
 
-from rankgym.judge_adapter import adapter_fingerprint
 from rankgym.judge_backend import parse_model
 
 SCHEMA_VERSION = 1
@@ -307,11 +306,7 @@ class JudgeSpec(_Model):
             data = self.model_dump(mode="json", exclude={"schema_version"})
         except (UnicodeEncodeError, PydanticSerializationError):  # a lone surrogate in `extra`
             data = self.model_dump(exclude={"schema_version"})
-        if parse_model(self.model).is_local:
-            # a trained judge (local/NAME@DIR, or the shipped adapter a bare local/smollm2
-            # serves): the adapter's content is part of the spec, so a retrained adapter in the
-            # same directory never reuses cached scores; the yes/no reader has none
-            fp = adapter_fingerprint(self.model)
-            if fp is not None or "@" in self.model:
-                data["adapter"] = fp
+        # a trained local judge (local/NAME@DIR, or the shipped adapter a bare local/smollm2
+        # serves) adds its adapter's content hash (rankgym.judge_backend)
+        data.update(parse_model(self.model).spec_hash_fields())
         return content_hash(data)

@@ -45,3 +45,13 @@ def test_any_model_string_parses_and_only_local_prefixed_ones_are_local(text):
             assert b.adapter is None or b.name.endswith("@" + b.adapter)
         else:
             assert b.provider == (model.split("/", 1)[0] if "/" in model else "")
+
+
+def test_only_a_local_judge_with_an_adapter_adds_its_fingerprint_to_the_spec_hash(tmp_path):
+    assert parse_model("openai/gpt-4.1-mini@x").spec_hash_fields() == {}
+    assert parse_model("local/smollm2-yesno").spec_hash_fields() == {}  # serves no adapter
+    assert parse_model("local/smollm2@pairwise").fingerprint == "pairwise"
+    missing = parse_model(f"local/smollm2@{tmp_path}")
+    assert missing.spec_hash_fields() == {"adapter": f"missing:{tmp_path.resolve()}"}
+    a, b = default_spec(f"local/smollm2@{tmp_path}"), default_spec("local/smollm2@pairwise")
+    assert a.spec_hash != b.spec_hash
