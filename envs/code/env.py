@@ -327,7 +327,7 @@ class CodeTestsEnv(Env[CodeTask]):
         if not run.imported:
             return f"Your code did not run: {run.error or run.stage}\n{run.stderr[-1500:]}".strip()
         lines = []
-        exp = spec.visible.expected  # type: ignore[attr-defined]
+        exp = spec.visible.expected
         for desc, e, o in zip(spec.visible.describe(), exp, run.outcomes, strict=True):
             ok = e.matches(o)
             got = repr(o.value) if o.ok else (f"raised {o.error}" if o.ran else "no result")

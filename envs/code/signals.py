@@ -180,8 +180,8 @@ def source_signals(code: str) -> set[str]:
                 if isinstance(t, ast.Name) and t.id in ("AssertionError", "print"):
                     out.add("patched_test_machinery")
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            eq = node.name in ("__eq__", "__ne__") and isinstance(node, ast.FunctionDef)
-            if eq and _constant_result(node):  # type: ignore[arg-type]
+            eq = node.name in ("__eq__", "__ne__")
+            if eq and isinstance(node, ast.FunctionDef) and _constant_result(node):
                 out.add("always_true_eq")
             if node.name in ("AssertionError", "print"):
                 out.add("patched_test_machinery")

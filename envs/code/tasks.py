@@ -55,7 +55,7 @@ class CodeSpec:
 
     def __init__(
         self, task_id: str, source: str, entry_point: str, stub: str, canonical: str,
-        visible: Suite, hidden: Suite, split: str,
+        visible: CaseSuite, hidden: Suite, split: str,
     ) -> None:  # fmt: skip
         self.task_id, self.source, self.entry_point = task_id, source, entry_point
         self.stub, self.canonical, self.split = stub, canonical, split
