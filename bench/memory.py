@@ -148,22 +148,11 @@ def issue_batch(tok: Any, seed: int = 0) -> list[Any]:
 
 def old_token_logprobs(model: Any, mb: Any, temperature: float = 1.0, chunk: int = 0) -> Any:
     """``token_logprobs`` as of 50999ae: full logits of every position from the first completion
-    token, a float log-softmax row by row (the reference this bench compares with)."""
-    import torch
+    token, a float log-softmax row by row (the reference this bench compares with;
+    ``trainer.logprobs.full_logits_logprobs``)."""
+    from rankgym.trainer.logprobs import full_logits_logprobs
 
-    K = mb.loss_mask.shape[1]
-    out = model(
-        input_ids=mb.input_ids,
-        attention_mask=mb.attention_mask,
-        position_ids=mb.position_ids,
-        use_cache=False,
-        logits_to_keep=K + 1,
-    )
-    logits, targets, rows = out.logits[:, :-1], mb.input_ids[:, -K:], []
-    for lg, tg in zip(logits, targets, strict=True):
-        lg = lg.float() if temperature in (0.0, 1.0) else lg.float() / temperature
-        rows.append(lg.gather(-1, tg.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(lg, -1))
-    return torch.stack(rows)
+    return full_logits_logprobs(model, mb, temperature)
 
 
 def _lora_model(dtype: str, ckpt: bool) -> tuple[Any, Any]:

@@ -159,3 +159,26 @@ def judge_losses_chunked(model: Any, batch: dict[str, Any], gamma: float) -> dic
         "logp_gap": gap.detach().mean(),
         "accuracy": (gap.detach() > 0).float().mean(),
     }
+
+
+def full_logits_logprobs(model: Any, mb: Any, temperature: float = 1.0) -> torch.Tensor:
+    """The reference for ``grpo.token_logprobs``: log-probs ``(R, K)`` of each row's last K
+    tokens (K = ``mb.loss_mask.shape[1]``) from the full logits of the last K+1 positions, a
+    float log-softmax row by row: ``token_logprobs`` as it was before this module (50999ae).
+
+    Keeps ``R x K x vocab`` logits alive, so training never calls it; the tests check the
+    chunked path against it and bench/memory.py measures what it cost. Every place is scored
+    (no mask), and ``temperature`` 0 or 1 leaves the logits as they are."""
+    K = mb.loss_mask.shape[1]
+    out = model(
+        input_ids=mb.input_ids,
+        attention_mask=mb.attention_mask,
+        position_ids=mb.position_ids,
+        use_cache=False,
+        logits_to_keep=K + 1,
+    )
+    logits, targets, rows = out.logits[:, :-1], mb.input_ids[:, -K:], []
+    for lg, tg in zip(logits, targets, strict=True):
+        lg = lg.float() if temperature in (0.0, 1.0) else lg.float() / temperature
+        rows.append(lg.gather(-1, tg.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(lg, -1))
+    return torch.stack(rows)

@@ -51,6 +51,22 @@ class Generation:
     error: str | None = None
 
     @classmethod
+    def sampled(
+        cls,
+        policy: str,
+        text: str,
+        prompt_ids: list[int],
+        out_ids: list[int],
+        logprobs: list[float],
+        notes: list[str],
+    ) -> Generation:
+        """A turn a local model sampled: ``out_ids`` after ``prompt_ids``, decoded to ``text``
+        (parsed into the assistant message, tool calls included)."""
+        return cls(message=assistant_message(text), prompt_token_ids=prompt_ids,
+                   completion_token_ids=out_ids, completion_logprobs=logprobs, policy=policy,
+                   text=text, completion_tokens=len(out_ids), notes=notes)  # fmt: skip
+
+    @classmethod
     def failed(cls, policy: str, reason: str) -> Generation:
         """A turn the policy could not produce: empty assistant message, ``error`` = ``reason``."""
         return cls(message={"role": "assistant", "content": ""}, policy=policy, error=reason)

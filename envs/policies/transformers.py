@@ -13,7 +13,7 @@ from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any, Unpack
 
 from rankgym.envs.policies import kvreuse
-from rankgym.envs.policies.base import Generation, Messages, Row, Tools, assistant_message, row_seed
+from rankgym.envs.policies.base import Generation, Messages, Row, Tools, row_seed
 from rankgym.envs.policies.kvreuse import Entry, weights_tag
 from rankgym.envs.policies.local import LocalTokensPolicy, Sampling, stop_token_ids
 from rankgym.envs.policies.render import assistant_turns
@@ -132,15 +132,8 @@ class TransformersPolicy(LocalTokensPolicy):
             sampled = self._sample([p[1] for p in chunk], [p[2] for p in chunk], old, kept)
             for (i, ids, _), (out_ids, logprobs) in zip(chunk, sampled, strict=True):
                 text = self.tokenizer.decode(out_ids, skip_special_tokens=True)
-                results[i] = Generation(
-                    message=assistant_message(text),
-                    prompt_token_ids=ids,
-                    completion_token_ids=out_ids,
-                    completion_logprobs=logprobs,
-                    policy=self.name,
-                    text=text,
-                    completion_tokens=len(out_ids),
-                    notes=notes.get(i, []),
+                results[i] = Generation.sampled(
+                    self.name, text, ids, out_ids, logprobs, notes.get(i, [])
                 )
         del old
         if self.reuse_kv:

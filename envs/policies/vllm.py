@@ -46,7 +46,6 @@ from rankgym.envs.policies.base import (
     Messages,
     Row,
     Tools,
-    assistant_message,
     map_concurrently,
     row_seed,
 )
@@ -188,16 +187,7 @@ class VLLMPolicy(LocalTokensPolicy):
         except VLLMError as e:
             return self._error(str(e))
         text = str(self.tokenizer.decode(out_ids, skip_special_tokens=True))
-        return Generation(
-            message=assistant_message(text),
-            prompt_token_ids=ids,
-            completion_token_ids=out_ids,
-            completion_logprobs=lp,
-            policy=self.name,
-            text=text,
-            completion_tokens=len(out_ids),
-            notes=notes,
-        )
+        return Generation.sampled(self.name, text, ids, out_ids, lp, notes)
 
     def close(self) -> None:
         """Close the HTTP client and stop the managed server, if any."""

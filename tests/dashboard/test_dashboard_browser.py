@@ -13,6 +13,7 @@ so a page took 5-40 s of retries; polling in real time takes about a second.
 from __future__ import annotations
 
 import base64
+import contextlib
 import html.parser
 import itertools
 import json
@@ -21,7 +22,9 @@ import subprocess
 import time
 import urllib.parse
 import urllib.request
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from PIL import Image, ImageStat
@@ -91,14 +94,28 @@ class DomScan(html.parser.HTMLParser):
             self.script_text.append(data)
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, run_dashboard):
+@contextlib.contextmanager
+def served_store(
+    tmp_path_factory: pytest.TempPathFactory,
+    run_dashboard: Callable[..., contextlib.AbstractContextManager[str]],
+    folder: str,
+    db: str,
+    build: Callable[[Path], Any],
+) -> Iterator[tuple[str, Path, Path, Any]]:
+    """Skip without Chromium; else a store ``folder/db`` written by ``build`` and served by a
+    real dashboard: yields ``(url, folder path, store path, what build returned)``."""
     if CHROMIUM is None:
         pytest.skip("chromium not installed (Debian: apt-get install -y chromium)")
-    tmp = tmp_path_factory.mktemp("browser")
-    store = tmp / "sample.db"
-    build_sample_store(store)
+    tmp = tmp_path_factory.mktemp(folder)
+    store = tmp / db
+    built = build(store)
     with run_dashboard(store, tmp / "server.log") as url:
+        yield url, tmp, store, built
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory, run_dashboard):
+    with served_store(tmp_path_factory, run_dashboard, "browser", "sample.db", build_sample_store) as (url, tmp, _, _):  # fmt: skip
         yield url, tmp
 
 

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_dashboard_browser import CHROMIUM, Chromium, check_png
+from test_dashboard_browser import Chromium, check_png, served_store
 
 from rankgym.dashboard import labeling
 from rankgym.dashboard.sample import LABEL_RUN, build_labeling_store
@@ -199,14 +199,10 @@ def check_blind(page: Labeler, shots: Path, name: str) -> None:
 
 @pytest.fixture(scope="module")
 def labeling_page(tmp_path_factory: pytest.TempPathFactory, run_dashboard):
-    if CHROMIUM is None:
-        pytest.skip("chromium not installed (Debian: apt-get install -y chromium)")
-    tmp = tmp_path_factory.mktemp("label-browser")
-    store = tmp / "practice.db"
-    summary = build_labeling_store(store)
-    shots = tmp / "screenshots"
-    shots.mkdir()
-    with run_dashboard(store, tmp / "server.log") as url:
+    served = served_store(tmp_path_factory, run_dashboard, "label-browser", "practice.db", build_labeling_store)  # fmt: skip
+    with served as (url, tmp, store, summary):
+        shots = tmp / "screenshots"
+        shots.mkdir()
         browser = Chromium(tmp / "profile")
         try:
             yield Labeler(browser), url, store, summary, shots

@@ -54,12 +54,19 @@ def test_rankgym_judge_shows_the_judge_the_tools_stored_with_the_group(fake, sto
     assert _tools_section(pres["messages"]) is not None
 
 
-def test_judge_check_shows_the_judge_the_envs_tools(fake, tmp_path):
+EMAIL_CHECK = CheckConfig(env_id="rankgym/EmailSearch-v0", groups=2, group_size=2,
+                          permutations=2, resamples=100)  # fmt: skip
+
+
+def _check_email_env(fake, store: Store) -> None:
+    """A judge-check of EmailSearch with a judge that scores every trajectory 0.5."""
     fake.script = [lambda m: answer({lab: 0.5 for lab in labels_in(m)})]
-    cfg = CheckConfig(env_id="rankgym/EmailSearch-v0", groups=2, group_size=2, permutations=2,
-                      resamples=100)  # fmt: skip
+    run_check(EMAIL_CHECK, default_spec("fakejudge/m"), store)
+
+
+def test_judge_check_shows_the_judge_the_envs_tools(fake, tmp_path):
     with Store(tmp_path / "check.db") as store:
-        run_check(cfg, default_spec("fakejudge/m"), store)
+        _check_email_env(fake, store)
     assert fake.requests
     for request in fake.requests:
         section = _tools_section(request)
@@ -67,13 +74,10 @@ def test_judge_check_shows_the_judge_the_envs_tools(fake, tmp_path):
 
 
 def test_judge_check_gives_calibration_groups_stored_without_tools_their_envs_tools(fake, tmp_path):
-    fake.script = [lambda m: answer({lab: 0.5 for lab in labels_in(m)})]
-    cfg = CheckConfig(env_id="rankgym/EmailSearch-v0", groups=2, group_size=2, permutations=2,
-                      resamples=100)  # fmt: skip
     with Store(tmp_path / "check.db") as store:
-        run_check(cfg, default_spec("fakejudge/m"), store)
+        _check_email_env(fake, store)
         store._write(lambda c: c.execute("UPDATE groups SET tools = '[]'"))  # as before v5
         fake.requests.clear()
-        run_check(cfg, default_spec("fakejudge/second"), store)  # same groups, from the store
+        run_check(EMAIL_CHECK, default_spec("fakejudge/second"), store)  # same groups, stored
         assert all(g.tools for g in (store.get_group(i) for i in store.group_ids()))
     assert fake.requests and all(_tools_section(r) for r in fake.requests)

@@ -9,7 +9,7 @@ from trainer_helpers import tiny_model
 
 from rankgym.model import enable_checkpointing
 from rankgym.trainer.grpo import MicroBatch, Sample, collate, token_logprobs
-from rankgym.trainer.logprobs import hidden_logprobs, selected_logprobs
+from rankgym.trainer.logprobs import full_logits_logprobs, hidden_logprobs, selected_logprobs
 
 
 def _peft(seed: int = 0):
@@ -34,27 +34,13 @@ def _batch(pad_id: int) -> MicroBatch:
     return collate(samples, pad_id)
 
 
-def _reference(model, mb: MicroBatch, temperature: float = 1.0) -> torch.Tensor:
-    """Yesterday's token_logprobs: full logits of the last K+1 positions, log-softmax per row."""
-    K = mb.loss_mask.shape[1]
-    out = model(
-        input_ids=mb.input_ids,
-        attention_mask=mb.attention_mask,
-        position_ids=mb.position_ids,
-        use_cache=False,
-        logits_to_keep=K + 1,
-    )
-    lg = out.logits[:, :-1].float() / (temperature or 1.0)
-    return lg.log_softmax(-1).gather(-1, mb.input_ids[:, -K:, None]).squeeze(-1)
-
-
 @pytest.mark.parametrize("chunk", [1, 3, 256])
 @pytest.mark.parametrize("temperature", [1.0, 0.7])
 def test_chunked_logprobs_equal_full_logits_within_1e5_at_every_loss_position(chunk, temperature):
     model, tok = _peft()
     mb = _batch(tok.pad_token_id)
     with torch.no_grad():
-        want = _reference(model, mb, temperature)
+        want = full_logits_logprobs(model, mb, temperature)
         got = token_logprobs(model, mb, temperature, chunk=chunk)
     m = mb.loss_mask.bool()
     assert got.dtype == torch.float32 and got.shape == want.shape
@@ -64,7 +50,7 @@ def test_chunked_logprobs_equal_full_logits_within_1e5_at_every_loss_position(ch
 
 def test_chunked_logprobs_give_the_same_lora_gradients_as_full_logits():
     grads = []
-    for fn in (_reference, lambda m, b: token_logprobs(m, b, chunk=4)):
+    for fn in (full_logits_logprobs, lambda m, b: token_logprobs(m, b, chunk=4)):
         model, tok = _peft()
         mb = _batch(tok.pad_token_id)
         weights = torch.linspace(-1, 1, mb.loss_mask.numel()).reshape(mb.loss_mask.shape)
@@ -79,7 +65,7 @@ def test_adapter_off_and_gradient_checkpointing_go_through_the_chunked_path():
     mb = _batch(tok.pad_token_id)
     m = mb.loss_mask.bool()
     with torch.no_grad(), model.disable_adapter():
-        ref_want, ref_got = _reference(model, mb), token_logprobs(model, mb)
+        ref_want, ref_got = full_logits_logprobs(model, mb), token_logprobs(model, mb)
     assert torch.allclose(ref_got[m], ref_want[m], atol=1e-5)
     with torch.no_grad():
         assert not torch.allclose(token_logprobs(model, mb)[m], ref_got[m])
@@ -113,7 +99,7 @@ def test_chunked_logprobs_under_bf16_autocast_stay_close_to_fp32():
         fp32 = token_logprobs(model, mb)
         with torch.autocast("cpu", dtype=torch.bfloat16):
             bf16 = token_logprobs(model, mb)
-            want = _reference(model, mb)
+            want = full_logits_logprobs(model, mb)
     assert bf16.dtype == torch.float32
     assert torch.allclose(bf16[m], want[m], atol=0.05)
     assert torch.allclose(bf16[m], fp32[m], atol=0.2)
