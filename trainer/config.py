@@ -222,6 +222,9 @@ class MonitorSection(_Section):
     """Bootstrap resamples of each CI."""
 
 
+_LABEL_SOURCES: tuple[Literal["verifier", "human"], ...] = ("verifier", "human")
+
+
 class JudgeTrainSection(_Section):
     """Train a pairwise judge on this policy's own groups after ``[sft]``, before GRPO
     (``trainer/judge_stage.py``): the SFT adapter is rolled out on each env's ``judge`` split
@@ -248,7 +251,7 @@ class JudgeTrainSection(_Section):
     stores: list[str] = Field(default_factory=list)
     """More labelled stores to learn from (e.g. one with human rankings from the dashboard)."""
     sources: list[Literal["verifier", "human"]] = Field(
-        default_factory=lambda: ["verifier", "human"]
+        default_factory=lambda: list(_LABEL_SOURCES)
     )
     human_weight: float = Field(1.0, ge=0.0, le=1000.0)
     """Loss weight of pairs labelled by people."""
