@@ -17,6 +17,7 @@ import os
 import shutil
 import threading
 import time
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -351,7 +352,9 @@ def load_named_adapter(model: Any, adapter_dir: str | Path, name: str) -> Any:
                 model.delete_adapter(name)
             model.load_adapter(str(d), adapter_name=name, is_trainable=False)
             return model
-        model = PeftModel.from_pretrained(model, str(d), adapter_name=name, is_trainable=False)
+        with warnings.catch_warnings():  # a base shared with other adapters is the point here
+            warnings.filterwarnings("ignore", "Already found a `peft_config`", UserWarning)
+            model = PeftModel.from_pretrained(model, str(d), adapter_name=name, is_trainable=False)
         model.eval()
         return model
 
@@ -446,6 +449,29 @@ def training_base(spec: str, dtype: str, device: str) -> tuple[Any, Any]:
         if not has_adapter_layers(model):
             return model, tok
     return load_policy_model(spec, dtype, device)[:2]
+
+
+def adapter_on_base(
+    base_dir: str | Path, adapter_dir: str | Path, dtype: str, device: str
+) -> tuple[Any, Any, str | None]:
+    """``(peft model, tokenizer, adapter name)``: the frozen adapter at ``adapter_dir`` over the
+    model in ``base_dir``. The embedded model on the CPU is the process-wide copy (the one a
+    trainer and the local judge use; see :func:`training_base`): the adapter is loaded into it
+    under a name derived from its path, and sampling must switch to that name
+    (``TransformersPolicy(adapter=name)``). Any other base: a fresh copy with the adapter as its
+    only (active) one, and name None."""
+    import hashlib
+
+    from peft import PeftModel
+
+    if device == "cpu" and Path(base_dir).resolve() == embedded_model_dir().resolve():
+        base, tok = shared_embedded(dtype)
+        name = "adapter-" + hashlib.sha256(str(Path(adapter_dir).resolve()).encode()).hexdigest()[:12]  # fmt: skip
+        return load_named_adapter(base, adapter_dir, name), tok, name
+    model, tok = load_causal_lm(str(base_dir), dtype, device=device)
+    model = PeftModel.from_pretrained(model, str(adapter_dir))
+    model.eval()
+    return model, tok, None
 
 
 def shared_policy_model(spec: str, dtype: str, device: str) -> tuple[Any, Any, str]:

@@ -35,10 +35,10 @@ from rankgym.envs.policies import TransformersPolicy
 from rankgym.envs.policies.local import Sampling
 from rankgym.errors import UserError
 from rankgym.model import (
+    adapter_on_base,
     auto_dtype,
     check_device,
     embedded_model_dir,
-    load_causal_lm,
     policy_model_dir,
     training_base,
     use_bf16,
@@ -70,6 +70,9 @@ class TrainingContext:
     """The adapter the weights started from (``--init-adapter``) or that was loaded."""
     sampling: Sampling = field(default_factory=lambda: Sampling())
     """The rollout's sampling settings, what :meth:`policy` uses unless told otherwise."""
+    adapter_name: str | None = None
+    """The name :attr:`adapter` was loaded under into a shared base model, which the policies
+    switch to (``rankgym.model.adapter_on_base``); None: the model's active adapter."""
 
     @classmethod
     def from_config(cls, cfg: TrainConfig, init_adapter: Path | None = None) -> TrainingContext:
@@ -112,7 +115,6 @@ class TrainingContext:
         """The peft adapter in ``adapter`` over its base model (``base``, else the adapter's
         ``base_model_name_or_path`` when that folder exists, else the embedded model), frozen,
         in eval mode. A bad device, adapter or base folder is a ``UserError`` naming the flag."""
-        from peft import PeftModel
 
         try:
             check_device(device)
@@ -132,9 +134,7 @@ class TrainingContext:
         if not Path(base).is_dir():
             raise UserError(f"--base {base!r} is not a model directory")
         dtype = auto_dtype(device)
-        model, tok = load_causal_lm(base, dtype, device=device)
-        model = PeftModel.from_pretrained(model, str(adapter))
-        model.eval()
+        model, tok, named = adapter_on_base(base, adapter, dtype, device)  # shared where it can
         return cls(
             model=model,
             tokenizer=tok,
@@ -145,6 +145,7 @@ class TrainingContext:
             bf16=use_bf16("auto", device),
             adapter=adapter,
             sampling=sampling,
+            adapter_name=named,
         )
 
     def policy(
@@ -155,7 +156,12 @@ class TrainingContext:
         model to sample with (``rankgym.model.load_named_adapter``)."""
         sampling: Sampling = {**self.sampling, **overrides}
         return TransformersPolicy(
-            self.model, self.tokenizer, name=name, autocast=self.bf16, adapter=adapter, **sampling
+            self.model,
+            self.tokenizer,
+            name=name,
+            autocast=self.bf16,
+            adapter=adapter or self.adapter_name,
+            **sampling,
         )
 
     def eval_policy(self, name: str, temperature: float) -> TransformersPolicy:
@@ -166,4 +172,5 @@ class TrainingContext:
             kept["max_new_tokens"] = s["max_new_tokens"]
         if "seed" in s:
             kept["seed"] = s["seed"]
-        return TransformersPolicy(self.model, self.tokenizer, name=name, autocast=self.bf16, **kept)
+        return TransformersPolicy(self.model, self.tokenizer, name=name, autocast=self.bf16,
+                                  adapter=self.adapter_name, **kept)  # fmt: skip

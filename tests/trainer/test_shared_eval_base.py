@@ -1,0 +1,58 @@
+"""Evaluation contexts over the embedded model share the process-wide base copy (issue 23) and
+sample exactly what a fresh copy with the adapter sampled (tiny model standing in for it)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from trainer_helpers import save_tiny_model
+
+from rankgym import model as rg_model
+from rankgym.envs.policies import TransformersPolicy
+from rankgym.trainer.context import TrainingContext
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
+def _adapter(base: Path, out: Path, seed: int) -> Path:
+    from peft import LoraConfig, get_peft_model
+
+    model, _ = rg_model.load_causal_lm(str(base))
+    torch.manual_seed(seed)
+    peft = get_peft_model(model, LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"]))  # fmt: skip
+    with torch.no_grad():
+        for n, p in peft.named_parameters():
+            if "lora_B" in n:
+                p.normal_(0, 0.5)
+    peft.save_pretrained(out)
+    return out
+
+
+def _sample(policy: TransformersPolicy) -> list[list[int]]:
+    msgs = [[{"role": "user", "content": f"Say something about {w}."}] for w in ("cats", "tea")]
+    return [g.completion_token_ids for g in policy.generate(msgs, [[], []])]
+
+
+def test_two_adapters_over_the_embedded_base_share_it_and_sample_as_fresh_copies(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    from peft import PeftModel
+
+    base = save_tiny_model(tmp_path / "base")
+    a1, a2 = _adapter(base, tmp_path / "a1", 1), _adapter(base, tmp_path / "a2", 2)
+    shared = rg_model.load_causal_lm(str(base))
+    monkeypatch.setattr(rg_model, "embedded_model_dir", lambda: base)
+    monkeypatch.setattr(rg_model, "shared_embedded", lambda dtype="bfloat16": shared)
+    ctx1 = TrainingContext.from_adapter(a1, max_new_tokens=6, temperature=0.7, seed=3)
+    ctx2 = TrainingContext.from_adapter(a2, max_new_tokens=6, temperature=0.7, seed=3)
+    assert ctx1.model.get_base_model() is ctx2.model.get_base_model() is shared[0]
+    assert ctx1.adapter_name and ctx2.adapter_name and ctx1.adapter_name != ctx2.adapter_name
+    got1, got2 = _sample(ctx1.policy("p1")), _sample(ctx2.policy("p2"))
+    for adapter, got in ((a1, got1), (a2, got2)):  # the same tokens as before sharing
+        fresh, tok = rg_model.load_causal_lm(str(base))
+        own = PeftModel.from_pretrained(fresh, str(adapter)).eval()
+        alone = TransformersPolicy(own, tok, max_new_tokens=6, temperature=0.7, seed=3)
+        assert _sample(alone) == got
+    assert got1 != got2  # the two adapters really differ
