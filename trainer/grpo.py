@@ -187,9 +187,7 @@ def token_logprobs(
     are recomputed in backward (``trainer/logprobs.py``), so no full-vocabulary logits are kept.
     ``temperature`` (> 0) divides the logits first: the log-probs of a sampler at that
     temperature."""
-    return masked_logprobs(
-        model, mb.input_ids, mb.attention_mask, mb.position_ids, mb.loss_mask, temperature, chunk
-    )
+    return masked_logprobs(model, mb, temperature, chunk)
 
 
 def per_traj_sum(x: torch.Tensor, row_traj: torch.Tensor, n: int) -> torch.Tensor:

@@ -17,7 +17,7 @@ layer (``get_decoder()`` / ``get_output_embeddings()``, which every transformers
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 from torch.utils.checkpoint import checkpoint
@@ -114,24 +114,30 @@ def selected_logprobs(
     return hidden_logprobs(lm_head, h, tg, temperature, chunk)
 
 
+class LossRows(Protocol):
+    """Left-padded token rows with a loss mask over their last K places (``grpo.MicroBatch``)."""
+
+    input_ids: torch.Tensor
+    attention_mask: torch.Tensor
+    position_ids: torch.Tensor
+    loss_mask: torch.Tensor
+
+
 def masked_logprobs(
-    model: Any,
-    input_ids: torch.Tensor,
-    attention_mask: torch.Tensor | None,
-    position_ids: torch.Tensor | None,
-    loss_mask: torch.Tensor,
-    temperature: float = 1.0,
-    chunk: int = CHUNK,
+    model: Any, mb: LossRows, temperature: float = 1.0, chunk: int = CHUNK
 ) -> torch.Tensor:
-    """Log-probs ``(R, K)`` of the last K tokens of each row where ``loss_mask`` (R, K) is
+    """Log-probs ``(R, K)`` of the last K tokens of each row where ``mb.loss_mask`` (R, K) is
     non-zero; 0 elsewhere (those places get no gradient and cost no lm_head work)."""
-    R, T = input_ids.shape
-    K = loss_mask.shape[1]
-    r, j = torch.nonzero(loss_mask, as_tuple=True)
+    R, T = mb.input_ids.shape
+    K = mb.loss_mask.shape[1]
+    r, j = torch.nonzero(mb.loss_mask, as_tuple=True)
     lp = selected_logprobs(
-        model, input_ids, attention_mask, position_ids, r, j + (T - K), None, temperature, chunk
+        model, mb.input_ids, mb.attention_mask, mb.position_ids, r, j + (T - K), None,
+        temperature, chunk,
+    )  # fmt: skip
+    return torch.zeros((R, K), dtype=torch.float32, device=mb.input_ids.device).index_put(
+        (r, j), lp
     )
-    return torch.zeros((R, K), dtype=torch.float32, device=input_ids.device).index_put((r, j), lp)
 
 
 def judge_losses_chunked(model: Any, batch: dict[str, Any], gamma: float) -> dict[str, Any]:
@@ -161,7 +167,7 @@ def judge_losses_chunked(model: Any, batch: dict[str, Any], gamma: float) -> dic
     }
 
 
-def full_logits_logprobs(model: Any, mb: Any, temperature: float = 1.0) -> torch.Tensor:
+def full_logits_logprobs(model: Any, mb: LossRows, temperature: float = 1.0) -> torch.Tensor:
     """The reference for ``grpo.token_logprobs``: log-probs ``(R, K)`` of each row's last K
     tokens (K = ``mb.loss_mask.shape[1]``) from the full logits of the last K+1 positions, a
     float log-softmax row by row: ``token_logprobs`` as it was before this module (50999ae).
