@@ -102,7 +102,7 @@ def _broadcast(value: Any) -> Any:
     return box[0]
 
 
-def _finish(env: Any, messages: Sequence[Message]) -> tuple[float | None, list[str], str, str, list]:  # fmt: skip
+def _finish(env: object, messages: Sequence[Message]) -> tuple[float | None, list[str], str, str, list]:  # fmt: skip
     """(verifiable reward, hack signals, env id, task id, tool schemas) of a rankgym TRL env
     after its completion's final answer; empty for anything not a :class:`RankgymToolEnv`."""
     if isinstance(env, RankgymToolEnv):

@@ -22,7 +22,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rankgym.trainer.config import TrainConfig
 
 __all__ = ["Dist", "from_env"]
 
@@ -87,7 +90,7 @@ def from_env(device: str = "cpu") -> Dist:
     return Dist(rank=td.get_rank(), world=td.get_world_size(), local_rank=local)
 
 
-def rank_config(cfg: Any, dist: Dist) -> Any:
+def rank_config(cfg: TrainConfig, dist: Dist) -> TrainConfig:
     """``cfg`` for this rank: its own device, and for ranks > 0 their own output dir and store."""
     if not dist.enabled:
         return cfg

@@ -17,17 +17,21 @@ and loads a trainer adapter, so it sits in the trainer layer (it was
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rankgym.envs.judge_split import JUDGE_SPLIT
 from rankgym.errors import UserError
+
+if TYPE_CHECKING:
+    from rankgym.envs.policies import Policy
+    from rankgym.envs.policies.transformers import TransformersPolicy
 
 ROLLOUT_RUN = "judge-split"
 """Run id of the judge-split rollouts in the store (one per env: ``judge-split:ENV``)."""
 
 
 def adapter_policy(adapter: str | Path, name: str, *, max_new_tokens: int = 64,
-                   temperature: float = 0.7, seed: int = 0) -> Any:  # fmt: skip
+                   temperature: float = 0.7, seed: int = 0) -> TransformersPolicy:  # fmt: skip
     """A sampling policy over the embedded base model plus the LoRA adapter in ``adapter``."""
     from rankgym.trainer.context import TrainingContext
 
@@ -58,7 +62,7 @@ def judge_tasks(env_id: str, env_kwargs: dict[str, Any] | None = None) -> int:
 
 
 def rollout_judge_split(
-    policy: Any,
+    policy: Policy,
     env_id: str,
     store_path: str | Path,
     *,

@@ -22,7 +22,7 @@ import streamlit as st
 from rankgym.dashboard import data, labeling, pickers
 from rankgym.dashboard.render import letter, md_escape, render_group, show_error
 from rankgym.judges.agreement import kendall_tau_b
-from rankgym.store import StoreError
+from rankgym.store import Store, StoreError
 from rankgym.types import Group
 
 NAME_KEY = "labeler_name"
@@ -54,7 +54,7 @@ def with_letters(group: Group, order: list[int]) -> Group:
     return labeling.group_with_letters(group, letters)
 
 
-def reveal(store: Any, gid: str, order: list[int], state: dict[str, Any]) -> None:
+def reveal(store: Store, gid: str, order: list[int], state: dict[str, Any]) -> None:
     """The labeler's ranks next to the judge's scores (and verifiable rewards), in letter order."""
     revealed = state["revealed"]
     st.success(f"Saved ranking #{revealed['row_id']} for group {md_escape(gid, 80)}.")
