@@ -242,6 +242,11 @@ def render_rows(
     return out
 
 
+MICRO_BATCH = 2
+"""Demonstrations per forward/backward of an SFT batch: 2 x ~1,000 tokens keeps the SFT stage's
+rise ~0.4 GB where a whole batch of 8 in one pass rose ~1.5 GB (bench/demo_memory.py)."""
+
+
 def sft_train(
     model: Any,
     examples: list[Rows],
@@ -256,8 +261,12 @@ def sft_train(
     seed: int = 0,
     progress: bool = False,
     echo: Callable[[str], None] | None = None,
+    micro_batch_size: int = MICRO_BATCH,
 ) -> SFTStats:
     """Train the trainable (LoRA) parameters of ``model`` on ``examples`` for ``steps`` batches.
+
+    Each batch's loss (mean over its assistant tokens) is accumulated over micro-batches of
+    ``micro_batch_size`` demonstrations, so the activations of only that many are alive at once.
 
     Batches cycle through shuffled epochs (seeded). Stops early after ``max_minutes`` (never
     before the first step) and says so in ``stopped_on_time_cap``. Leaves the model in eval mode.
@@ -298,14 +307,19 @@ def sft_train(
                     order = list(range(len(examples)))
                     rng.shuffle(order)
                 batch.append(examples[order.pop()])
-            mb = collate([Sample(rows, 0.0) for rows in batch], pad_id, device)
-            with amp:
-                logp = token_logprobs(model, mb)
-            mask = mb.loss_mask
-            loss = -(logp * mask).sum() / mask.sum().clamp(min=1)
-            loss.backward()
+            # the batch's token-mean loss, accumulated over micro-batches of similar lengths
+            total = max(1, sum(sum(m) for rows in batch for _, m in rows))
+            batch.sort(key=lambda rows: max(len(ids) for ids, _ in rows))
+            value = 0.0
+            for i in range(0, len(batch), micro_batch_size):
+                mb = collate([Sample(r, 0.0) for r in batch[i : i + micro_batch_size]], pad_id, device)  # fmt: skip
+                with amp:
+                    logp = token_logprobs(model, mb)
+                loss = -(logp * mb.loss_mask).sum() / total
+                loss.backward()
+                value += float(loss.detach())
+                st.seen_tokens += int(mb.attention_mask.sum())
             norm = float(torch.nn.utils.clip_grad_norm_(params, 1.0))
-            value = float(loss.detach())
             check_update("sft", step + 1, loss=value, grad_norm=norm, hint=_HINT)
             opt.step()
             sched.step()
@@ -315,7 +329,6 @@ def sft_train(
             st.loss_first = value if st.loss_first is None else st.loss_first
             st.loss_last = value
             st.steps = step + 1
-            st.seen_tokens += int(mb.attention_mask.sum())
             if bar is not None:
                 bar.update(1)
                 bar.set_postfix(loss=f"{value:.3f}")
