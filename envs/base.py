@@ -33,7 +33,6 @@ A new env subclasses ``Env`` and provides ``tasks(split)`` and usually ``tools``
 from __future__ import annotations
 
 import copy
-import json
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -43,6 +42,7 @@ import gymnasium
 from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import TypeVar
 
+from rankgym.envs.actions import assistant_with_bad_calls, brief, normalise, nudge, text_of
 from rankgym.envs.spaces import AssistantActionSpace, MessagesSpace, is_assistant_action
 from rankgym.envs.toolcalls import parse_text, protocol_prompt
 from rankgym.envs.tools import Tool, ToolBox, ToolResult, require_type_hints
@@ -290,7 +290,7 @@ class Env(gymnasium.Env[list[dict[str, Any]], dict[str, Any] | str], Generic[Tas
         st = self.state
         if st.done:
             raise RuntimeError("the episode is over; call reset() to start a new one")
-        if not (is_assistant_action(action) or _assistant_with_bad_calls(action)):
+        if not (is_assistant_action(action) or assistant_with_bad_calls(action)):
             raise TypeError(
                 "step() takes a string or an assistant message dict "
                 f"({{'role': 'assistant', 'content': ..., 'tool_calls': [...]}}), got "
@@ -300,10 +300,10 @@ class Env(gymnasium.Env[list[dict[str, Any]], dict[str, Any] | str], Generic[Tas
         try:
             return self._play(st, action)
         except Exception as e:  # env code or hostile content: the agent is told, step returns
-            return self._failed_turn(st, mark, _text_of(action), e)
+            return self._failed_turn(st, mark, text_of(action), e)
 
     def _play(self, st: EpisodeState[TaskT], action: dict[str, Any] | str) -> StepResult:
-        msg = _normalise(action)
+        msg = normalise(action)
         st.turn += 1
         parse_errors: list[str] = []
         calls = msg.get("tool_calls") or []
@@ -338,7 +338,7 @@ class Env(gymnasium.Env[list[dict[str, Any]], dict[str, Any] | str], Generic[Tas
         if not calls:
             if parse_errors:
                 st.parse_errors += 1
-                new.append({"role": "user", "content": _nudge(parse_errors)})
+                new.append({"role": "user", "content": nudge(parse_errors)})
             else:
                 terminated, st.answer = True, msg.get("content") or ""
         truncated = not terminated and st.turn >= self.max_turns
@@ -373,8 +373,8 @@ class Env(gymnasium.Env[list[dict[str, Any]], dict[str, Any] | str], Generic[Tas
                 if name not in st.hack_signals:
                     st.hack_signals.append(name)
         except Exception as e:
-            log.warning("%s: verifying task %s raised %s", self._name(), st.task.id, _brief(e))
-            info["env_error"] = f"verify failed: {_brief(e)}"
+            log.warning("%s: verifying task %s raised %s", self._name(), st.task.id, brief(e))
+            info["env_error"] = f"verify failed: {brief(e)}"
             vr = None
         info["verifiable_reward"] = vr
         info["hack_signals"] = list(st.hack_signals)
@@ -389,7 +389,7 @@ class Env(gymnasium.Env[list[dict[str, Any]], dict[str, Any] | str], Generic[Tas
         its plain text (without calls that could not be run), so the conversation stays
         well-formed. The error is in ``info["env_error"]``.
         """
-        log.warning("%s: a turn of task %s raised %s", self._name(), st.task.id, _brief(error))
+        log.warning("%s: a turn of task %s raised %s", self._name(), st.task.id, brief(error))
         turn, n_messages, n_results = mark
         st.turn = turn + 1
         del st.messages[n_messages:]
@@ -397,7 +397,7 @@ class Env(gymnasium.Env[list[dict[str, Any]], dict[str, Any] | str], Generic[Tas
         st.messages.append({"role": "assistant", "content": text})
         note = {
             "role": "user",
-            "content": f"Error: this turn could not be processed ({_brief(error)}). "
+            "content": f"Error: this turn could not be processed ({brief(error)}). "
             "Try again in a simpler form, or reply without a tool call to give your answer.",
         }
         st.messages.append(note)
@@ -412,7 +412,7 @@ class Env(gymnasium.Env[list[dict[str, Any]], dict[str, Any] | str], Generic[Tas
             "assistant_message": copy.deepcopy(st.messages[-2]),
             "verifiable_reward": None,
             "hack_signals": list(st.hack_signals),
-            "env_error": _brief(error),
+            "env_error": brief(error),
         }
         if truncated:
             st.done = True
@@ -464,80 +464,3 @@ class Env(gymnasium.Env[list[dict[str, Any]], dict[str, Any] | str], Generic[Tas
 
     def _name(self) -> str:
         return self.env_id or type(self).__name__
-
-
-def _normalise(action: Any) -> dict[str, Any]:
-    """A fresh assistant dict with only OpenAI keys; arguments become JSON strings."""
-    if isinstance(action, str):
-        return {"role": "assistant", "content": action}
-    if hasattr(action, "model_dump"):
-        action = action.model_dump(mode="json", exclude_none=True)
-    msg: dict[str, Any] = {"role": "assistant", "content": action.get("content")}
-    calls = []
-    for tc in action.get("tool_calls") or []:
-        if not isinstance(tc, dict):
-            tc = {}
-        fn = tc["function"] if isinstance(tc.get("function"), dict) else {}
-        if not isinstance(fn.get("name"), str):  # ToolBox.call tells the agent it has no name
-            fn = {"name": "", "arguments": fn.get("arguments")}
-        if not isinstance(tc.get("id"), str):
-            tc = {**tc, "id": None}
-        args = fn.get("arguments")
-        if args is None:
-            args = "{}"
-        elif not isinstance(args, str):
-            try:
-                args = json.dumps(args, ensure_ascii=False)
-            except (TypeError, ValueError, RecursionError):  # the tool reports it to the agent
-                args = '"arguments that cannot be encoded as JSON"'
-        calls.append(
-            {
-                "id": tc.get("id"),
-                "type": "function",
-                "function": {"name": fn["name"], "arguments": args},
-            }
-        )
-    if calls:
-        msg["tool_calls"] = calls
-    return msg
-
-
-def _assistant_with_bad_calls(action: Any) -> bool:
-    """An assistant message dict whose ``tool_calls`` list holds malformed calls (a name that
-    is not a string, no ``function``...): the agent's mistake, told to it as a tool error."""
-    return (
-        isinstance(action, dict)
-        and action.get("role", "assistant") == "assistant"
-        and (action.get("content") is None or isinstance(action.get("content"), str))
-        and isinstance(action.get("tool_calls"), list)
-    )
-
-
-def _text_of(action: Any) -> str:
-    """The text of an assistant action (a string, a dict or a ``Message``), never raising."""
-    content = action if isinstance(action, str) else None
-    if content is None:
-        try:
-            content = action.get("content") if isinstance(action, dict) else action.content
-        except Exception:
-            content = None
-    return content if isinstance(content, str) else ""
-
-
-def _brief(error: BaseException) -> str:
-    """``TypeName: message`` cut to 200 characters (for logs and the agent)."""
-    try:
-        text = str(error)
-    except Exception:
-        text = ""
-    text = f"{type(error).__name__}: {text}" if text else type(error).__name__
-    return text if len(text) <= 200 else text[:200] + "..."
-
-
-def _nudge(errors: list[str]) -> str:
-    return (
-        "Your tool call could not be read: "
-        + "; ".join(errors)
-        + '. Write it as <tool_call>{"name": "TOOL_NAME", "arguments": {...}}</tool_call>, '
-        "or reply without a tool call to give your final answer."
-    )
