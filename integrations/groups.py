@@ -27,6 +27,7 @@ from rankgym.types import Group, Judgement, JudgeSpec, Message, Trajectory, cont
 
 if TYPE_CHECKING:
     from rankgym.judges import RetryPolicy
+    from rankgym.judges.method import JudgeMethod
     from rankgym.store import Store
 
 __all__ = [
@@ -193,6 +194,7 @@ class JudgeRunner:
         run_kind: str = "external",
         run_config: dict[str, Any] | None = None,
         retry: RetryPolicy | None = None,
+        method: type[JudgeMethod] | None = None,
     ) -> None:
         if permutations < 1:
             raise UserError(f"permutations must be at least 1 (got {permutations})")
@@ -203,6 +205,8 @@ class JudgeRunner:
         self.run_kind = run_kind
         self.run_config = run_config or {}
         self.retry = retry
+        self.method = method
+        """The judging method (``rankgym.judges.method.JudgeMethod``); None: the group judge."""
         self._store_arg = store
         self._store: Store | None = None
         self._owns_store = False
@@ -230,15 +234,16 @@ class JudgeRunner:
         ``tools`` maps group id to the OpenAI tool schemas shown to the judge (default: each
         group's own ``Group.tools``)."""
         from rankgym.judges import GroupJudge
+        from rankgym.judges.method import judge_all
 
         groups = list(groups)
         if tools is None:
             tools = {g.id: list(g.tools) for g in groups if g.tools}
         store = self.store
-        judge = GroupJudge(
+        judge = (self.method or GroupJudge)(
             self.spec, store, concurrency=self.concurrency, retry=self.retry, tools=tools
         )
-        return list(await asyncio.gather(*(judge.judge_and_record(g, self.permutations) for g in groups)))  # fmt: skip
+        return await judge_all(judge, groups, self.permutations)
 
     def judge_sync(self, groups: Iterable[Group]) -> list[Judgement]:
         """:meth:`judge` from sync code."""
