@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from rankgym.errors import RankgymError, UserError
+from rankgym.heap import MMAP_THRESHOLD, bound_heap, release_freed_memory  # noqa: F401 (re-exported)
 
 log = logging.getLogger(__name__)
 
@@ -279,51 +280,6 @@ def decoder_and_head(model: Any) -> tuple[Any, Any]:
     """
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
     return base.get_decoder(), base.get_output_embeddings()
-
-
-MMAP_THRESHOLD = 4 << 20
-"""Allocations of at least this many bytes get their own mapping (see :func:`bound_heap`)."""
-
-
-def bound_heap(mmap_threshold: int = MMAP_THRESHOLD, trim_threshold: int = 32 << 20) -> bool:
-    """Stop glibc from keeping freed activation memory resident (``mallopt``).
-
-    By default glibc raises its mmap threshold each time a large block is freed (up to 32 MB),
-    so later activations come from the heap, and a fragmented heap is not returned to the OS:
-    one GRPO micro-batch of 12 rows x 1,100 tokens then left 5.6 GB resident for ~1 GB live
-    (bench/memory.py). A fixed threshold keeps blocks of ``mmap_threshold`` bytes and more in
-    their own mappings, unmapped on free. Costs page faults on each large allocation (measured
-    ~0-25% slower on a loaded 2-core box). Process-wide and idempotent; returns False where
-    there is no glibc (macOS, musl); never raises.
-    """
-    import ctypes
-    import ctypes.util
-
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        ok = libc.mallopt(-3, int(mmap_threshold))  # M_MMAP_THRESHOLD
-        ok &= libc.mallopt(-1, int(trim_threshold))  # M_TRIM_THRESHOLD
-        return bool(ok)
-    except (OSError, AttributeError):
-        return False
-
-
-def release_freed_memory() -> bool:
-    """Hand memory that glibc keeps after large frees back to the OS (``malloc_trim(0)``).
-
-    Call between phases (after SFT, after a GRPO update): glibc otherwise keeps several GB of
-    freed arenas resident. Cheap (well under a millisecond when there is little to return); does
-    not run the garbage collector. Returns False where there is no glibc (macOS, musl); never
-    raises.
-    """
-    import ctypes
-    import ctypes.util
-
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        return bool(libc.malloc_trim(0))
-    except (OSError, AttributeError):
-        return False
 
 
 _adapter_lock = threading.RLock()
