@@ -7,11 +7,15 @@ already in ``--work``, so an interrupted build resumes:
    noisy oracle (``oracle~0.33``, ``oracle~0.67``) and the random policy in mixed groups of 4,
    and the untrained embedded model (``embedded``, the base policy) in groups of 2;
 2. the demo's SFT warm start (``rankgym sft`` on the hard ToolUse tasks);
-3. ``rankgym judge-train`` on all of it, which first rolls the SFT adapter out on ToolUse's
+3. a short GRPO run from it (``rankgym train``: the demo's GRPO settings, verifier reward):
+   its stored groups are the GRPO policy's own trajectories, failures included (a chain that
+   never answers);
+4. ``rankgym judge-train`` on all of it, which first rolls the SFT adapter out on ToolUse's
    ``judge`` split (train tasks GRPO never draws): LoRA r=8, bf16 weights;
-4. ``rankgym judge-check --split test`` of the new adapter on the three envs, and on a
-   ``rankgym new-env`` scaffold that is in none of the training data;
-5. with ``--ship DIR``: copies the adapter to DIR and writes ``DIR/manifest.json`` (the
+5. ``rankgym judge-check --split test`` of the new adapter on the three envs, and on a
+   ``rankgym new-env`` scaffold that is in none of the training data; then the judge on the
+   held-out pairs of the policy's own groups (SFT and GRPO): pairwise and "longer wins";
+6. with ``--ship DIR``: copies the adapter to DIR and writes ``DIR/manifest.json`` (the
    commands, the sha256 of every shipped file and of the training data, held-out numbers).
 
     make default-judge          # = .venv/bin/python bench/default_judge.py --ship judges/default_judge
@@ -99,7 +103,7 @@ def build_sft(work: Path, log: list[list[str]]) -> Path:
     return out
 
 
-GRPO_STEPS = 8
+GRPO_STEPS = 4
 
 
 def grpo_config(work: Path, sft: Path) -> str:
@@ -231,6 +235,92 @@ def check(work: Path, judge: str, log: list[list[str]]) -> dict[str, Any]:
     return results
 
 
+POLICY_STORES = {"sft": ("judge", "data", "rollout.db"), "grpo": ("grpo", "store.db")}
+"""The policy's own groups: the SFT adapter's judge-split rollout and the GRPO run's groups."""
+
+
+def policy_heldout(work: Path, stores: list[Path], judge: Path) -> dict[str, Any]:
+    """The judge on held-out pairs (tasks it never trained on) whose two trajectories both come
+    from the SFT or the GRPO policy: pairwise accuracy (both orders, bootstrap CI over pairs),
+    how often the longer trajectory wins, and how often the judge picks the longer one.
+
+    The pairs are rebuilt exactly as ``judge-train`` built them (same stores, flags and seed),
+    uncapped, so every held-out policy pair counts."""
+    import random
+
+    from rankgym.judges.judge_compare import pair_group
+    from rankgym.judges.judge_data import build_dataset, visible_length
+    from rankgym.judges.pair_judge import score_group
+    from rankgym.judges.prompt import build_prompt, default_rubric
+    from rankgym.model import load_embedded
+    from rankgym.store import Store
+
+    flags = dict(zip(JUDGE_TRAIN_FLAGS[::2], JUDGE_TRAIN_FLAGS[1::2], strict=True))
+    paths = [*map(str, stores), str(work.joinpath(*POLICY_STORES["sft"]))]
+    opened = {s: Store(s, readonly=True) for s in paths}
+    try:
+        ds = build_dataset(opened, 0.3, 0.5, 4, True, int(flags["--seed"]))
+        kinds: dict[str, str] = {}
+        for kind, parts in POLICY_STORES.items():
+            s = opened[str(work.joinpath(*parts))]
+            for gid in s.group_ids():
+                for t in s.get_group(gid).trajectories:
+                    kinds[t.content_hash()] = kind
+    finally:
+        for s in opened.values():
+            s.close()
+
+    def kind_of(p: Any) -> str | None:
+        a, b = kinds.get(p.winner.content_hash()), kinds.get(p.loser.content_hash())
+        return a if a is not None and a == b else ("mixed" if a and b else None)
+
+    from peft import PeftModel
+
+    base, tok = load_embedded()
+    lm = PeftModel.from_pretrained(base, str(judge)).merge_and_unload().eval()
+    chars = int(flags["--max-line-chars"])
+    out: dict[str, Any] = {}
+    for split, pairs in (("heldout", ds.heldout), ("train", ds.train)):
+        rows = []
+        for p in pairs:
+            k = kind_of(p)
+            if k is None:
+                continue
+            row = {"kind": k, "longer_wins": 0.5, "judge_picks_longer": 0.5, "correct": None}
+            lw, ll = visible_length(p.winner), visible_length(p.loser)
+            if lw != ll:
+                row["longer_wins"] = float(lw > ll)
+            if split == "heldout":
+                prompt = build_prompt(pair_group(p), default_rubric())
+                scores, _ = score_group(lm, tok, prompt.messages, list(prompt.labels), chars)
+                by_id = {prompt.labels[lab]: v for lab, v in scores.items()}
+                w, lo = by_id[p.winner.id], by_id[p.loser.id]
+                row["correct"] = 1.0 if w > lo else 0.5 if w == lo else 0.0
+                if lw != ll:
+                    picks_winner = row["correct"]
+                    row["judge_picks_longer"] = picks_winner if lw > ll else 1.0 - picks_winner
+            rows.append(row)
+        summary: dict[str, Any] = {}
+        for k in ("sft", "grpo", "mixed", "all"):
+            sel = [r for r in rows if k == "all" or r["kind"] == k]
+            if not sel:
+                continue
+            cell: dict[str, Any] = {"pairs": len(sel), "longer_wins": mean([r["longer_wins"] for r in sel])}  # fmt: skip
+            if split == "heldout":
+                acc = [r["correct"] for r in sel]
+                rng = random.Random(0)
+                boots = sorted(mean(rng.choices(acc, k=len(acc))) for _ in range(2000))
+                cell.update(pairwise_accuracy=mean(acc), pairwise_ci=[boots[49], boots[1949]],
+                            judge_picks_longer=mean([r["judge_picks_longer"] for r in sel]))  # fmt: skip
+            summary[k] = cell
+        out[split] = summary
+    return out
+
+
+def mean(xs: list[float]) -> float:
+    return sum(xs) / len(xs)
+
+
 def last_json(path: Path) -> dict[str, Any]:
     """The JSON object on the last line of a ``--json`` command's output."""
     return json.loads(path.read_text().strip().splitlines()[-1])
@@ -248,7 +338,8 @@ def headline(rep: dict[str, Any]) -> dict[str, Any]:
 
 
 def ship(work: Path, dest: Path, report: dict[str, Any], checks: dict[str, Any],
-         log: list[list[str]], seconds: float, note: str = "") -> None:  # fmt: skip
+         log: list[list[str]], seconds: float, note: str = "",
+         policy: dict[str, Any] | None = None) -> None:  # fmt: skip
     adapter = work / "judge" / "adapter"
     dest.mkdir(parents=True, exist_ok=True)
     for f in SHIPPED_FILES:
@@ -278,6 +369,7 @@ def ship(work: Path, dest: Path, report: dict[str, Any], checks: dict[str, Any],
         },  # fmt: skip
         "heldout_pairs": (report.get("comparison") or {}).get("judges"),
         "judge_check_test_split": {env: headline(r) for env, r in checks.items()},
+        "policy_pairs": policy,
         "build_seconds": round(seconds),
         "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
@@ -308,8 +400,14 @@ def main(argv: list[str] | None = None) -> int:
     for env, rep in checks.items():
         h = headline(rep)
         print(env, json.dumps({k: v["value"] if isinstance(v, dict) else v for k, v in h.items()}))
+    policy_path = work / "policy-pairs.json"
+    if not policy_path.is_file():
+        policy_path.write_text(json.dumps(policy_heldout(work, stores, work / "judge" / "adapter")))
+    policy = json.loads(policy_path.read_text())
+    print("policy pairs", json.dumps(policy))
     if args.ship:
-        ship(work, Path(args.ship), report, checks, log, time.perf_counter() - t0, args.note)
+        ship(work, Path(args.ship), report, checks, log, time.perf_counter() - t0, args.note,
+             policy)  # fmt: skip
     return 0
 
 
