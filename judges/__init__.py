@@ -7,7 +7,9 @@ Entry points: :func:`judge_groups` (async; the trainer calls it every step),
 Modules: ``spec`` (JudgeSpec building, credentials, context budget), ``prompt`` (the
 comparison request), ``calling`` (one LiteLLM call, error classes), ``parse`` (the reply),
 ``record`` (a presentation's record), ``subsets`` (groups too big for the context),
-``signals`` (hack signals), ``group_judge`` (retry, cache, average, store),
+``signals`` (hack signals), ``method`` (the judge protocol: ``JudgeMethod`` with ``plan`` and
+``judge``; docs/judging.md "Adding a judge method"), ``group_judge`` (the built-in method:
+retry, cache, average, store),
 ``metrics``/``agreement`` (agreement statistics and reports), ``local_provider`` (the
 embedded ``local/`` judge), ``commands`` (the CLI). ``rankgym judge-check`` (can a judge
 judge?) rolls out an env, so it lives above both: ``rankgym.trainer.judge_check``.
@@ -15,6 +17,7 @@ judge?) rolls out an env, so it lives above both: ``rankgym.trainer.judge_check`
 
 from .calling import JudgeFailed, RetryPolicy
 from .group_judge import GroupJudge, judge_groups, judge_groups_sync
+from .method import JudgeMethod, JudgePlan
 from .parse import JudgeOutputError
 from .prompt import build_prompt, default_rubric
 from .record import judge_summary
@@ -26,7 +29,9 @@ summarize = judge_summary
 __all__ = [
     "GroupJudge",
     "JudgeFailed",
+    "JudgeMethod",
     "JudgeOutputError",
+    "JudgePlan",
     "RetryPolicy",
     "build_prompt",
     "default_rubric",
