@@ -40,7 +40,7 @@ Everything else is hashed as stored (the raw text of JSON columns, so a change o
 shows too).
 
 Another checkout (e.g. the commit before a refactoring): ``--checkout DIR`` runs this script
-on a mirror of DIR's installed layout (``tools/lint_imports.py``'s ``mirror``) first on
+on a mirror of DIR's installed layout (``tools/lint_imports.py``'s ``python_on``) first on
 ``PYTHONPATH``; ``meta.rankgym`` in the output names the package it imported. One torch
 thread; about a minute on 2 cores, most of it the judge and the sampled rollout
 (``--no-model`` skips everything that loads SmolLM2).
@@ -57,14 +57,12 @@ import argparse
 import contextlib
 import dataclasses
 import hashlib
-import importlib.util
 import io
 import json
 import os
 import re
 import shutil
 import sqlite3
-import subprocess
 import sys
 import tempfile
 import time
@@ -75,6 +73,9 @@ os.environ.setdefault("RANKGYM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+# the judge's weights as at the reference commit: since issue 23 the local judge follows the
+# policy's dtype (bf16 on this CPU), a deliberate change of its scores, not a refactoring's
+os.environ.setdefault("RANKGYM_JUDGE_DTYPE", "float32")
 
 ENVS = ("rankgym/ToolUse-v0", "rankgym/EmailSearch-v0", "rankgym/CodeTests-v0")
 POLICIES = ("oracle", "oracle~0.5", "random", "oracle,random")
@@ -325,25 +326,24 @@ def on_checkout(root: Path, argv: list[str]) -> int:
             skip = True
         elif not a.startswith("--checkout="):
             rest.append(a)
-    tools = Path(__file__).resolve().parents[1] / "tools" / "lint_imports.py"
-    spec = importlib.util.spec_from_file_location("lint_imports", tools)
-    assert spec is not None and spec.loader is not None
-    lint = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(lint)
-    with tempfile.TemporaryDirectory(prefix="rg-behaviour-mirror-") as tmp:
-        lint.mirror(root.resolve(), Path(tmp))
-        env = {**os.environ, "PYTHONPATH": tmp}
-        return subprocess.run([sys.executable, __file__, *rest], env=env, check=False).returncode
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+    import lint_imports
+
+    return lint_imports.python_on(root.resolve(), [__file__, *rest])
 
 
 def compare(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    """Lines naming every key whose value differs (or is only on one side)."""
+    """Lines naming every key whose value differs (or is only on one side; a ``--no-model`` run
+    is compared on what it has)."""
+    partial = not new.get("meta", {}).get("model", True)
     lines = []
     for sec in sorted(set(old) | set(new)):
-        if sec == "meta":
+        if sec == "meta" or (partial and sec not in new):
             continue
         a, b = old.get(sec, {}), new.get(sec, {})
         for key in sorted(set(a) | set(b)):
+            if partial and key not in b:
+                continue
             if a.get(key) != b.get(key):
                 lines.append(f"{sec}: {key}: {a.get(key)} -> {b.get(key)}")
     return lines

@@ -21,12 +21,14 @@ contracts in pyproject.toml say (``[tool.importlinter]``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import tomllib
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -64,16 +66,31 @@ def lint_imports_exe() -> str:
     return found
 
 
+@contextlib.contextmanager
+def mirrored(root: Path, prefix: str = "rankgym-mirror-") -> Iterator[Path]:
+    """A temporary mirror of ``root``'s installed layout (:func:`mirror`), removed afterwards."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        yield mirror(root, Path(tmp))
+
+
 def run_in_mirror(
     root: Path, argv: list[str], *, prefix: str, drop_env: tuple[str, ...] = ("PYTHONPATH",)
 ) -> subprocess.CompletedProcess[str]:
     """Run ``argv`` in a fresh mirror of ``root`` (its working directory), without the
     ``drop_env`` variables (so only the mirror is imported); output captured. The mirror is
     removed afterwards. tools/typecheck.py runs mypy through it."""
-    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
-        dest = mirror(root, Path(tmp))
+    with mirrored(root, prefix) as dest:
         env = {k: v for k, v in os.environ.items() if k not in drop_env}
         return subprocess.run(argv, cwd=dest, env=env, capture_output=True, text=True, check=False)
+
+
+def python_on(root: Path, argv: list[str]) -> int:
+    """Run ``python ARGV`` (this interpreter) with ``root``'s packages first on ``PYTHONPATH``
+    (a mirror of their installed layout), e.g. a bench script on an older checkout; its exit
+    status. Output is not captured."""
+    with mirrored(root, "rankgym-checkout-") as tree:
+        env = {**os.environ, "PYTHONPATH": str(tree)}
+        return subprocess.run([sys.executable, *argv], env=env, check=False).returncode
 
 
 def relay(proc: subprocess.CompletedProcess[str]) -> int:
