@@ -56,6 +56,11 @@ def test_the_mirror_shows_envs_judges_and_trainer_where_they_are_installed(tmp_p
             "import rankgym.judges.local_provider",
             "rankgym.types -> rankgym.judges.local_provider",
         ),
+        (  # the judges' metrics stay light: the dashboard imports them
+            "judges/metrics.py",
+            "import litellm",
+            "rankgym.judges.metrics -> litellm",
+        ),
         (  # library code never imports a CLI command module
             "judges/group_judge.py",
             "import rankgym.judges.commands",
