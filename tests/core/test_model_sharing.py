@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 import torch
-from peft import LoraConfig, PeftModel, get_peft_model
+from peft import PeftModel
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "trainer"))
+from model_helpers import random_lora  # noqa: E402
 from trainer_helpers import tiny_model  # noqa: E402
 
 from rankgym.envs.policies import TransformersPolicy  # noqa: E402
@@ -21,13 +22,7 @@ IDS = torch.tensor([[5, 17, 300, 42, 9, 1000, 77]])
 
 def _save_adapter(path: Path, seed: int) -> Path:
     model, _ = tiny_model()
-    torch.manual_seed(seed)
-    peft = get_peft_model(model, LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"]))
-    with torch.no_grad():
-        for n, p in peft.named_parameters():
-            if "lora_B" in n:
-                p.normal_(0, 0.5)
-    peft.save_pretrained(path)
+    random_lora(model, 4, ["q_proj", "v_proj"], seed=seed).save_pretrained(path)
     return path
 
 

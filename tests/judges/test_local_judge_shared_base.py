@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 from judge_fakes import make_group
+from model_helpers import random_lora
 
 from rankgym import model as rg_model
 from rankgym.judges.local_provider import CONTEXT_WINDOW, LocalJudgeLLM
@@ -16,20 +17,6 @@ from rankgym.judges.pair_judge import PAIR_FORMAT, score_group
 from rankgym.judges.prompt import build_prompt
 
 TARGETS = ["q_proj", "v_proj", "up_proj"]
-
-
-def _lora(model, r: int, seed: int, name: str | None = None):
-    """A LoRA on ``model`` with random (non-zero) B, so it changes what the model computes."""
-    from peft import LoraConfig, get_peft_model
-
-    torch.manual_seed(seed)
-    cfg = LoraConfig(r=r, lora_alpha=2 * r, lora_dropout=0.0, target_modules=TARGETS)
-    peft = get_peft_model(model, cfg) if name is None else get_peft_model(model, cfg, adapter_name=name)  # fmt: skip
-    with torch.no_grad():
-        for n, p in peft.named_parameters():
-            if "lora_B" in n:
-                p.normal_(0, 0.5)
-    return peft
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +36,7 @@ def dirs(tmp_path_factory) -> tuple[Path, Path]:
     LlamaForCausalLM(cfg).save_pretrained(base)
     tok.save_pretrained(base)
     judge = root / "judge"
-    _lora(LlamaForCausalLM.from_pretrained(base), r=4, seed=1).save_pretrained(judge)
+    random_lora(LlamaForCausalLM.from_pretrained(base), 4, TARGETS, seed=1).save_pretrained(judge)
     meta = {"pair_format": PAIR_FORMAT, "base": str(base), "config": {"max_line_chars": 200}}
     (judge / "judge_train.json").write_text(json.dumps(meta))
     return base, judge
@@ -70,7 +57,7 @@ def test_a_named_judge_adapter_scores_as_the_merged_model_did_and_leaves_the_tra
     want, _ = score_group(merged, tok, msgs, ["T1", "T2", "T3"], 200)
     # a trainer's LoRA in the shared base first, then the judge loads its adapter beside it
     shared, _, _ = rg_model.shared_policy_model(str(base_dir), "float32", "cpu")
-    trainer = _lora(shared, r=8, seed=2)
+    trainer = random_lora(shared, 8, TARGETS, seed=2)
     trainable = [n for n, p in trainer.named_parameters() if p.requires_grad]
     ids = torch.tensor([[5, 6, 7, 8]])
     with torch.no_grad():
@@ -97,7 +84,7 @@ def test_the_yes_no_reader_ignores_a_trainer_lora_in_its_base(dirs):
     msgs = build_prompt(make_group(3), "Prefer correct answers.").messages
     judge = OnBase("float32")
     plain = judge.respond("smollm2-yesno", msgs, 256)[0]
-    trainer = _lora(lm, r=8, seed=3)
+    trainer = random_lora(lm, 8, TARGETS, seed=3)
     trainer.train()  # as between two GRPO updates' forward passes: the judge must not care
     assert judge.respond("smollm2-yesno", msgs, 256)[0] == plain
     with torch.no_grad():  # the LoRA really changes the base's outputs when it is on

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from peft import LoraConfig, get_peft_model
+from model_helpers import random_lora
 from trainer_helpers import tiny_model
 
 from rankgym.model import enable_checkpointing
@@ -13,15 +13,9 @@ from rankgym.trainer.logprobs import full_logits_logprobs, hidden_logprobs, sele
 
 
 def _peft(seed: int = 0):
+    """The tiny model with a non-zero adapter, so "adapter on" and "off" differ."""
     model, tok = tiny_model(seed)
-    torch.manual_seed(seed)
-    lora = LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj", "down_proj"])
-    model = get_peft_model(model, lora)
-    with torch.no_grad():  # a non-zero adapter, so "adapter on" and "off" differ
-        for n, p in model.named_parameters():
-            if "lora_B" in n:
-                p.normal_(0, 0.05)
-    return model, tok
+    return random_lora(model, 8, ["q_proj", "v_proj", "down_proj"], seed=seed, std=0.05), tok
 
 
 def _batch(pad_id: int) -> MicroBatch:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import torch
+from model_helpers import random_lora
 from trainer_helpers import save_tiny_model
 
 from rankgym import model as rg_model
@@ -17,16 +17,8 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _adapter(base: Path, out: Path, seed: int) -> Path:
-    from peft import LoraConfig, get_peft_model
-
     model, _ = rg_model.load_causal_lm(str(base))
-    torch.manual_seed(seed)
-    peft = get_peft_model(model, LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"]))  # fmt: skip
-    with torch.no_grad():
-        for n, p in peft.named_parameters():
-            if "lora_B" in n:
-                p.normal_(0, 0.5)
-    peft.save_pretrained(out)
+    random_lora(model, 4, ["q_proj", "v_proj"], seed=seed).save_pretrained(out)
     return out
 
 
