@@ -251,6 +251,10 @@ def step_rewards(
     return out
 
 
+_JUDGE_USAGE = ("input_tokens", "output_tokens", "cost_usd", "latency_s_mean", "calls")
+"""Keys of the rollout timing's ``judge`` dict, logged as ``judge_<key>``."""
+
+
 def _mean_std(xs: list[float]) -> tuple[float | None, float | None]:
     if not xs:
         return None, None
@@ -273,20 +277,20 @@ def step_metrics(
     bf16: bool,
 ) -> StepMetrics:
     """The metrics of one step (``update`` is a ``grpo`` UpdateStats); the loop adds timings."""
-    reward_mean, reward_std = _mean_std(rewards.train)
-    judge_mean, judge_std = _mean_std(rewards.judge_scores)
-    verifiable_mean, verifiable_std = _mean_std(rewards.verifiable)
+    spread: dict[str, Any] = {}  # reward_mean, reward_std, judge_score_mean, ...
+    for name, xs in [
+        ("reward", rewards.train),
+        ("judge_score", rewards.judge_scores),
+        ("verifiable", rewards.verifiable),
+    ]:
+        spread[f"{name}_mean"], spread[f"{name}_std"] = _mean_std(xs)
     judge = timing.get("judge") or {}
+    usage: dict[str, Any] = {f"judge_{k}": judge.get(k) for k in _JUDGE_USAGE}
     verif = rewards.verifiable
     return StepMetrics(
         policy=policy,
         reward_kind=reward_kind,
-        reward_mean=reward_mean,
-        reward_std=reward_std,
-        judge_score_mean=judge_mean,
-        judge_score_std=judge_std,
-        verifiable_mean=verifiable_mean,
-        verifiable_std=verifiable_std,
+        **spread,
         success_rate=(
             sum(v >= success_threshold for v in verif) / n_trajectories if n_trajectories else None
         ),
@@ -312,11 +316,7 @@ def step_metrics(
             if timing.get("rollout_s")
             else None
         ),
-        judge_input_tokens=judge.get("input_tokens"),
-        judge_output_tokens=judge.get("output_tokens"),
-        judge_cost_usd=judge.get("cost_usd"),
-        judge_latency_s_mean=judge.get("latency_s_mean"),
-        judge_calls=judge.get("calls"),
+        **usage,
         time_rollout_s=timing.get("rollout_s"),
         time_judge_s=timing.get("judge_s"),
         time_update_s=update.seconds,

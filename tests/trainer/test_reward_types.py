@@ -36,13 +36,10 @@ def length_reward() -> Iterator[type[Reward]]:
     """A reward type registered for one test: the longest answer of a group wins."""
 
     @register_reward
-    class LengthReward(Reward):
+    class LengthReward(JudgeReward):  # the judge's score, judged by another method
         name = "test-length"
+        judge_only = False
         judge_method = LengthJudge
-
-        def blend(self, judge: float | None, verifiable: float | None) -> float | None:
-            """The judge's score, whatever the verifier says (a test reward)."""
-            return judge
 
     yield LengthReward
     del REWARDS["test-length"]
