@@ -36,7 +36,8 @@ def test_plain_install_imports_every_subpackage(tmp_path):
     subprocess.run([*pip, "--target", str(target), str(ROOT)], check=True, capture_output=True)
     code = (
         "import rankgym, rankgym.envs, rankgym.judges, rankgym.trainer, rankgym.dashboard, sys;"
-        "print(rankgym.envs.__file__)"
+        "from rankgym.judge_adapter import default_judge_dir;"
+        "print(rankgym.envs.__file__); print(default_judge_dir())"
     )
     out = subprocess.run(
         [sys.executable, "-c", code],
@@ -46,4 +47,7 @@ def test_plain_install_imports_every_subpackage(tmp_path):
         env={"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"},
     )
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip().startswith(str(target))
+    envs_file, judge_dir = out.stdout.split()
+    assert envs_file.startswith(str(target))
+    # the shipped judge (whose adapter hash is in local/smollm2's spec) is installed with it
+    assert judge_dir.startswith(str(target)) and judge_dir.endswith("default_judge")
