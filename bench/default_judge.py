@@ -159,8 +159,10 @@ def build_grpo(work: Path, sft: Path, log: list[list[str]]) -> Path:
 def train(work: Path, stores: list[Path], sft: Path, log: list[list[str]]) -> dict[str, Any]:
     out = work / "judge"
     report = out / "report.json"
+    grpo = work.joinpath(*POLICY_STORES["grpo"])
     args = ["judge-train", *[a for s in stores for a in ("--store", str(s))],
-            "--rollout-adapter", str(sft), "--out", str(out), *JUDGE_TRAIN_FLAGS, "--json"]  # fmt: skip
+            "--prefer-store", str(grpo), "--rollout-adapter", str(sft), "--out", str(out),
+            *JUDGE_TRAIN_FLAGS, "--json"]  # fmt: skip
     rankgym(args, log, capture=True, run=not report.is_file())
     return json.loads(report.read_text())
 

@@ -83,6 +83,7 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--fresh", action="store_true", help="ignore samples and checkpoints already in --out")  # fmt: skip
     p.add_argument("--run", action="append", default=None, metavar="R", help="only groups of this run id (repeatable; default: every run), e.g. a training run's id")  # fmt: skip
+    p.add_argument("--prefer-store", action="append", default=None, metavar="S", help="a --store whose pairs are taken first under --max-train-pairs/--max-heldout-pairs, e.g. a training run's store (repeatable; the --rollout-adapter rollout always is)")  # fmt: skip
     p.add_argument("--sources", default="verifier,human", metavar="LIST", help="label sources to train on: verifier, human or both (default: %(default)s)")  # fmt: skip
     p.add_argument("--human-weight", type=float, default=1.0, metavar="W", help="loss weight of pairs labelled by people (default: 1.0)")  # fmt: skip
     p.add_argument("--rollout-adapter", metavar="DIR", help="first roll this policy adapter (e.g. OUT/sft of `rankgym train`) out on --rollout-env's judge split into OUT/data/rollout.db and train on it too")  # fmt: skip
@@ -185,8 +186,14 @@ def _rollout(args: argparse.Namespace, out: Path, progress: bool) -> dict[str, A
     return {"store": str(store), "adapter": args.rollout_adapter, "envs": rows}
 
 
-def _cap(pairs: list[Any], n: int, seed: int) -> list[Any]:
-    """At most ``n`` pairs, an equal share per env (seeded)."""
+def _cap(pairs: list[Any], n: int, seed: int, prefer: set[str] | None = None) -> list[Any]:
+    """At most ``n`` pairs, an equal share per env (seeded). Within an env, pairs from the
+    ``prefer`` stores (the policy's own groups) come first, and the share is filled taking
+    longer-wins and shorter-wins pairs in turn (near misses first on each side), so the cap
+    keeps the length balance that the pairs allow."""
+    from rankgym.judges.judge_data import visible_length
+
+    prefer = prefer or set()
     by_env: dict[str, list[Any]] = {}
     for p in pairs:
         by_env.setdefault(p.env_id, []).append(p)
@@ -196,8 +203,19 @@ def _cap(pairs: list[Any], n: int, seed: int) -> list[Any]:
     for k, env in enumerate(envs):
         items = list(by_env[env])
         rng.shuffle(items)
+        items.sort(key=lambda p: (p.store not in prefer, not p.near_miss))  # stable
+        sides: dict[int, list[Any]] = {1: [], -1: [], 0: []}
+        for p in items:
+            lw, ll = visible_length(p.winner), visible_length(p.loser)
+            sides[(lw > ll) - (lw < ll)].append(p)
+        merged: list[Any] = []
+        while any(sides.values()):
+            for side in (0, 1, -1):
+                if sides[side]:
+                    merged.append(sides[side].pop(0))
+        merged.sort(key=lambda p: p.store not in prefer)  # stable: the policy's pairs first
         share = (n - len(out)) // (len(envs) - k)
-        out.extend(items[:share])
+        out.extend(merged[:share])
     keep = {id(p) for p in out}
     return [p for p in pairs if id(p) in keep]
 
@@ -215,8 +233,11 @@ def _dataset(args: argparse.Namespace, out: Path) -> tuple[list[Any], list[Any],
     finally:
         for s in stores.values():
             s.close()
-    train = _cap(ds.train, args.max_train_pairs, args.seed)
-    heldout = _cap(ds.heldout, args.max_heldout_pairs, args.seed + 1)
+    prefer = set(args.prefer_store or [])
+    if args.rollout_adapter:  # the policy's judge-split rollout (see _rollout)
+        prefer.add(str(out / "data" / "rollout.db"))
+    train = _cap(ds.train, args.max_train_pairs, args.seed, prefer)
+    heldout = _cap(ds.heldout, args.max_heldout_pairs, args.seed + 1, prefer)
     if not train or not heldout:
         raise UserError(
             f"the stores hold {len(ds.train)} training and {len(ds.heldout)} held-out labelled "

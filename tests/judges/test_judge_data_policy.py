@@ -142,3 +142,22 @@ def test_human_pairs_get_their_weight_in_the_training_examples():
     examples, skipped = _examples(Tok(), [human, verifier], cfg, human_weight=3.0)
     assert skipped == 0
     assert [e.weight for e in examples] == [3.0, 3.0, 1.0, 1.0]
+
+
+def test_the_pair_cap_takes_the_policys_store_first_and_keeps_the_length_balance():
+    from rankgym.trainer.judge_train_command import _cap
+
+    def pair(task: str, store: str, winner_longer: bool) -> PairItem:
+        long, short = chain(task, 4, 1.0), chain(task, 0, 0.0, "x")
+        if not winner_longer:
+            long, short = chain(task, 4, 0.0, "wrong"), chain(task, 0, 1.0)
+        w, lo = (long, short) if winner_longer else (short, long)
+        return PairItem("e/Env-v0", task, w, lo, "verifier", store, 1.0)
+
+    scripted = [pair(f"s{k}", "scripted.db", True) for k in range(20)]
+    scripted += [pair(f"t{k}", "scripted.db", False) for k in range(6)]
+    policy = [pair(f"p{k}", "grpo.db", k % 2 == 0) for k in range(4)]
+    capped = _cap(scripted + policy, 12, seed=0, prefer={"grpo.db"})
+    assert len(capped) == 12 and all(p in capped for p in policy)
+    assert baselines(capped)["longer_wins"] == 0.5
+    assert baselines(_cap(scripted + policy, 12, seed=0))["longer_wins"] == 0.5
