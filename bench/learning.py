@@ -38,9 +38,9 @@ def main() -> None:
     ap.add_argument("--arm", default="grpo", choices=["grpo", "sft-more"])
     ap.add_argument("--sft-steps", type=int, default=16, help="the warm start (as the demo)")
     ap.add_argument("--sft-per-step", type=int, default=3, help="sft-more: SFT batches per step")
-    ap.add_argument(
-        "--reward", default="judge+verifiable", choices=["judge", "verifiable", "judge+verifiable"]
-    )
+    from rankgym.trainer.rewards import reward_names  # after the environment settings above
+
+    ap.add_argument("--reward", default="judge+verifiable", choices=reward_names())
     ap.add_argument("--lr", type=float, default=None, help="override the demo learning rate")
     ap.add_argument("--judge", default=None, help="judge model (default: the demo's local/smollm2)")
     ap.add_argument("--sft-adapter", default=None, help="start from this adapter (skip the SFT)")
