@@ -231,11 +231,10 @@ def _slug(arm: str) -> str:
 
 def _more_sft(tr, cfg, minutes: float) -> dict:  # type: ignore[no-untyped-def]
     """Continue SFT on the demo's demonstrations for ``minutes`` (the GRPO arms' budget)."""
-    from rankgym.envs.policies import TransformersPolicy
     from rankgym.trainer.sft import conversations_for, render_rows, sft_train
 
     t = time.perf_counter()
-    rows = render_rows(TransformersPolicy(tr.model, tr.tokenizer), conversations_for(cfg))
+    rows = render_rows(tr.ctx.policy("sft"), conversations_for(cfg))
     left = max(0.1, minutes - (time.perf_counter() - t) / 60)
     st = sft_train(
         tr.model, rows, pad_id=tr.tokenizer.pad_token_id, steps=100_000, lr=cfg.sft.lr,
