@@ -20,7 +20,9 @@ One step ``k`` (0-based):
 
 Setup validates everything it can (device, judge credentials and rubric, env id and kwargs,
 task counts, the model and LoRA targets) before it writes anything; a start that still fails
-(run.json written, no step done) leaves an output dir that the next start reuses.
+(run.json written, no step done) leaves an output dir that the next start reuses. The model is
+loaded once, into the run's ``TrainingContext`` (``context.py``: model, tokenizer, model folder,
+device, dtype, bf16); the rollout, evaluation and SFT policies and the vLLM sync come from it.
 ``--resume`` loads the newest complete checkpoint and continues at its step; with the same seed
 it reaches the same adapter as a run that was never interrupted (tested with SIGKILL mid-step).
 With ``adapt_threads`` the torch thread count is re-chosen from the free cores before each
@@ -95,6 +97,7 @@ class Trainer:
     ``out_dir``/``store_path`` override the config's. ``progress`` shows tqdm bars on stderr.
     ``adapt_threads`` re-chooses torch threads before each phase (the CLI turns it on).
     ``init_adapter`` is a peft adapter dir (e.g. from ``rankgym sft``) the LoRA starts from.
+    Every attribute is declared in ``__init__``; those without a default are set by ``setup()``.
     """
 
     def __init__(
