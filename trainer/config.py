@@ -20,7 +20,7 @@ from pydantic_core import PydanticCustomError
 from rankgym.config import load_config
 from rankgym.judges.router import RouterConfig
 from rankgym.trainer.adapter_sync import VLLMSection
-from rankgym.trainer.rewards import REWARDS
+from rankgym.trainer.rewards import REWARDS, load_reward_plugins
 
 
 class _Section(BaseModel):
@@ -123,6 +123,8 @@ class RewardSection(_Section):
     @field_validator("kind")
     @classmethod
     def _registered(cls, kind: str) -> str:
+        if kind not in REWARDS:
+            load_reward_plugins()  # an installed package's reward type
         if kind not in REWARDS:
             names = [repr(n) for n in REWARDS]
             expected = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"

@@ -28,10 +28,12 @@ penalty, no format reward: format credit is the env's business), and no normalis
 
 from __future__ import annotations
 
+import logging
 import math
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from rankgym.errors import UserError
@@ -44,6 +46,7 @@ if TYPE_CHECKING:
     from rankgym.trainer.config import RewardSection
 
 __all__ = [
+    "ENTRY_POINT_GROUP",
     "REWARDS",
     "BlendedReward",
     "JudgeReward",
@@ -55,6 +58,7 @@ __all__ = [
     "build_reward",
     "env_hack_signals",
     "history_summary",
+    "load_reward_plugins",
     "monitor_line",
     "register_reward",
     "reward_class",
@@ -63,6 +67,8 @@ __all__ = [
     "step_metrics",
     "step_rewards",
 ]
+
+log = logging.getLogger(__name__)
 
 
 class Reward:
@@ -125,13 +131,44 @@ def register_reward(cls: _R) -> _R:
     return cls
 
 
+ENTRY_POINT_GROUP = "rankgym.rewards"
+"""Installed packages add reward types here, one entry point per class:
+``[project.entry-points."rankgym.rewards"] strict = "my_pkg.rewards:StrictReward"``."""
+
+_plugins_loaded = False
+
+
+def load_reward_plugins() -> None:
+    """Import every ``rankgym.rewards`` entry point once and register its class.
+
+    A plugin that fails to import, is not a :class:`Reward` subclass or takes a name already
+    used is logged with its name and error and skipped; the others still load.
+    """
+    global _plugins_loaded
+    if _plugins_loaded:
+        return
+    _plugins_loaded = True
+    for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+        try:
+            cls = ep.load()
+            if not (isinstance(cls, type) and issubclass(cls, Reward)):
+                raise TypeError(f"{ep.value} is not a rankgym.trainer.rewards.Reward subclass")
+            register_reward(cls)
+        except Exception as e:  # a broken plugin must not break the other reward types
+            log.warning("rankgym reward plugin %r failed to load: %s: %s", ep.name, type(e).__name__, e)  # fmt: skip
+
+
 def reward_names() -> list[str]:
-    """The registered ``reward.kind`` names, in registration order."""
+    """The registered ``reward.kind`` names (installed plugins included), in registration order."""
+    load_reward_plugins()
     return list(REWARDS)
 
 
 def reward_class(kind: str) -> type[Reward]:
-    """The reward type registered as ``kind``; ``UserError`` naming the choices otherwise."""
+    """The reward type registered as ``kind`` (looking in installed plugins too); ``UserError``
+    naming the choices otherwise."""
+    if kind not in REWARDS:
+        load_reward_plugins()
     try:
         return REWARDS[kind]
     except KeyError:

@@ -4,7 +4,9 @@ loop judges with the reward's judge method."""
 from __future__ import annotations
 
 import argparse
+import textwrap
 from collections.abc import Iterator
+from importlib.metadata import EntryPoint
 from pathlib import Path
 
 import pytest
@@ -134,3 +136,47 @@ def test_the_judge_check_before_training_checks_the_rewards_own_judge_method(
     assert preflight._cache_path(judge_only, judge_spec(cfg), 2) != preflight._cache_path(
         cfg, judge_spec(cfg), 2, length_reward.judge_method
     )
+
+
+@pytest.fixture
+def plugin_rewards(tmp_path: Path, monkeypatch) -> Iterator[list[EntryPoint]]:
+    """Entry points of the ``rankgym.rewards`` group, as installed packages would declare them:
+    one good reward class, one that is not a Reward, one whose module does not import."""
+    from rankgym.trainer import rewards
+
+    (tmp_path / "my_rewards.py").write_text(textwrap.dedent('''
+        from rankgym.trainer.rewards import Reward
+
+        class StrictReward(Reward):
+            name = "test-strict"
+            needs_judge = False
+
+            def blend(self, judge, verifiable):
+                return None if verifiable is None else float(verifiable >= 1.0)
+
+        NOT_A_REWARD = 3
+    '''))  # fmt: skip
+    monkeypatch.syspath_prepend(str(tmp_path))
+    group = rewards.ENTRY_POINT_GROUP
+    eps = [
+        EntryPoint(name="strict", value="my_rewards:StrictReward", group=group),
+        EntryPoint(name="number", value="my_rewards:NOT_A_REWARD", group=group),
+        EntryPoint(name="gone", value="no_such_module_here:Reward", group=group),
+    ]
+    monkeypatch.setattr(rewards, "entry_points", lambda group: eps if group == rewards.ENTRY_POINT_GROUP else [])  # fmt: skip
+    monkeypatch.setattr(rewards, "_plugins_loaded", False)
+    yield eps
+    REWARDS.pop("test-strict", None)
+
+
+def test_an_installed_packages_reward_type_is_a_config_choice_and_broken_ones_are_skipped(
+    plugin_rewards, caplog
+):
+    cfg = validate_config({"reward": {"kind": "test-strict"}}, TrainConfig)  # loads the plugins
+    reward = build_reward(cfg.reward)
+    assert type(reward).__name__ == "StrictReward" and not reward.needs_judge
+    assert reward.blend(0.9, 0.5) == 0.0 and reward.blend(None, 1.0) == 1.0
+    assert reward_names()[-1] == "test-strict"
+    logged = caplog.text
+    assert "'number' failed to load: TypeError" in logged and "not a rankgym" in logged
+    assert "'gone' failed to load: ModuleNotFoundError" in logged
