@@ -253,14 +253,8 @@ class Trainer:
             restore(self.monitor, self.store, stored_manifests(self.out, self.start_step))
         self.policy = self.ctx.policy(self.policy_name(self.start_step))
         if cfg.vllm is not None and self.dist.main:  # rollouts through vLLM, one adapter a step
-            self.sync = start_for(
-                self.ctx,
-                cfg.vllm,
-                run_id=self.run_id,
-                out_dir=self.out,
-                lora_rank=cfg.lora.r,
-                name=self.policy_name(self.start_step),
-            )
+            self.sync = start_for(self.ctx, cfg.vllm, run_id=self.run_id, out_dir=self.out,
+                                  lora_rank=cfg.lora.r, name=self.policy_name(self.start_step))  # fmt: skip
             self.policy = self.sync.policy
 
     def _warm_start(self) -> None:
