@@ -160,11 +160,13 @@ def verifier_pairs(
     Trajectories with identical judge-visible content are counted once per task; at most
     ``max_per_task`` pairs per task are kept (a seeded random choice, spread over winners),
     near misses (:func:`is_near_miss`) first. ``runs``: only groups of these run ids.
+    An episode cut at its turn limit before it answered (``truncated``, no verifiable reward)
+    counts as a failure (0.0): "never answers" is a failure a judge must learn to rank low.
     """
     pools: dict[tuple[str, str], dict[str, tuple[str, Trajectory]]] = defaultdict(dict)
     for name, store in stores.items():
         for _, t in _trajectories(store, runs):
-            if t.verifiable_reward is None or t.error:
+            if (t.verifiable_reward is None and not t.truncated) or t.error:
                 continue
             pools[(t.env_id, t.task_id)].setdefault(t.content_hash(), (name, t))
     rng = random.Random(seed)

@@ -57,11 +57,11 @@ worse than a coin (bench/RESULTS.md, issue 22), so it is an option here, not the
 
 JUDGE_TRAIN: dict[str, Any] = {
     # the SFT policy rolled out on the judge split (train tasks GRPO never draws) of the demo's
-    # families, medium and hard (18 tasks; hard alone has 7), 8 episodes a task; the verifier
-    # labels these pairs, near misses first, and nothing the reward reads
-    "env_kwargs": {"difficulty": ["medium", "hard"], "families": DEMO_FAMILIES},
-    "group_size": 8,
-    "max_pairs_per_task": 10,
+    # hard tasks (7; its medium ones add nothing: this policy fails them all), 16 episodes a
+    # task; the verifier labels these pairs (an episode that never answered = a failure), near
+    # misses first, and nothing the reward reads
+    "group_size": 16,
+    "max_pairs_per_task": 12,
     "max_train_pairs": 120,
     "max_heldout_pairs": 60,
     "epochs": 2,

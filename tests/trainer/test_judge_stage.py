@@ -316,7 +316,7 @@ def test_demo_judge_train_adds_the_stage_and_its_numbers_reach_the_json():
     cfg = validate_config(demo_config("runs/d", 4, "judge+verifiable", 0, judge_train=True), TrainConfig)  # fmt: skip
     jt = cfg.judge_train
     assert jt is not None and jt.reward_when_passed == "judge" and jt.use
-    assert jt.env_kwargs == JUDGE_TRAIN["env_kwargs"] and jt.group_size == JUDGE_TRAIN["group_size"]
+    assert jt.group_size == JUDGE_TRAIN["group_size"]
     assert validate_config(demo_config("runs/d", 4, "judge", 0), TrainConfig).judge_train is None
     check = {"passed": True, "pairwise_accuracy": 0.8, "pairwise_accuracy_ci": [0.7, 0.9],
              "heldout_pairs": 60}  # fmt: skip
@@ -324,3 +324,19 @@ def test_demo_judge_train_adds_the_stage_and_its_numbers_reach_the_json():
         "judge_train_passed": True, "judge_train_heldout_pairwise": 0.8,
         "judge_train_heldout_pairwise_ci": [0.7, 0.9], "judge_train_heldout_pairs": 60}  # fmt: skip
     assert set(judge_train_fields(None).values()) == {None}
+
+
+def test_an_episode_that_never_answered_is_a_losing_judge_pair_not_dropped(tmp_path: Path):
+    from rankgym.judges.judge_data import verifier_pairs
+
+    def traj(text: str, reward: float | None, truncated: bool) -> Trajectory:
+        return Trajectory(env_id="e/Env-v0", task_id="q", verifiable_reward=reward,
+                          truncated=truncated, messages=[Message(role="user", content="q?"),
+                          Message(role="assistant", content=text)])  # fmt: skip
+
+    with Store(tmp_path / "s.db") as s:
+        s.put_group(Group(env_id="e/Env-v0", task_id="q", trajectories=[
+            traj("the answer is 4", 1.0, False), traj("calling a tool again", None, True),
+            traj("no check for this one", None, False)]))  # fmt: skip
+        (pair,) = verifier_pairs({"s": s})
+    assert pair.winner.verifiable_reward == 1.0 and pair.loser.truncated and pair.gap == 1.0
