@@ -49,6 +49,26 @@ def common_prefix(a: list[int], b: list[int]) -> int:
     return i
 
 
+def last_uses(
+    plan: list[tuple[Entry | None, int]], remaining: dict[int, int] | None = None
+) -> set[int]:
+    """Ids of the entries of ``plan`` that no later batch needs: ``remaining`` counts, per
+    entry id, the rows of this and later batches that use it (and is decremented here); an
+    entry it does not count (e.g. a shared prefix made for this batch) is only this batch's."""
+    uses: dict[int, int] = {}
+    for e, c in plan:
+        if e is not None and c:
+            uses[id(e)] = uses.get(id(e), 0) + 1
+    done = set()
+    for key, n in uses.items():
+        left = (remaining or {}).get(key, n) - n
+        if remaining is not None and key in remaining:
+            remaining[key] = left
+        if left <= 0:
+            done.add(key)
+    return done
+
+
 def best_entry(entries: list[Entry], prompt: list[int]) -> tuple[Entry | None, int]:
     """The entry sharing the longest prefix with ``prompt`` and how many tokens it can give
     (at most ``len(prompt) - 1``: the last prompt token is always fed, for its logits)."""
@@ -75,11 +95,16 @@ def extract(cache: Any, row: int, valid: Any, ids: list[int]) -> Entry:
 
 
 def assemble(
-    plan: list[tuple[Entry | None, int]], config: Any, device: Any
+    plan: list[tuple[Entry | None, int]],
+    config: Any,
+    device: Any,
+    release: set[int] | None = None,
 ) -> tuple[Any, Any, int]:
     """A left-padded ``DynamicCache`` holding, per row, the first ``c`` positions of its entry;
     returns ``(cache, attention mask (R, L) long, L)``. ``L`` is 0 (and the cache empty) when
-    no row reuses anything."""
+    no row reuses anything. Entries whose ``id`` is in ``release`` are not needed after this:
+    each layer's tensors are dropped from them as soon as that layer is copied, so the old
+    caches and the new batch cache are not both held whole."""
     import torch
     from transformers import DynamicCache
 
@@ -98,6 +123,9 @@ def assemble(
                 k[r, :, width - c :] = e.keys[layer][:, :c]
                 v[r, :, width - c :] = e.values[layer][:, :c]
         cache.update(k, v, layer)
+        for e, _ in plan:
+            if e is not None and release and id(e) in release:
+                e.keys[layer] = e.values[layer] = None
     for r, (_, c) in enumerate(plan):
         if c:
             mask[r, width - c :] = 1

@@ -127,9 +127,16 @@ class TransformersPolicy(LocalTokensPolicy):
         tag = self._fingerprint() if self.reuse_kv else ()
         old = self._kv[1] if self.reuse_kv and self._kv[0] == tag else []
         self._kv, kept = ((), []), []
+        matches = [kvreuse.best_entry(old, p[1]) for p in prompts] if self.reuse_kv else []
+        remaining: dict[int, int] = {}  # entry id -> rows still to continue from it
+        for e, c in matches:
+            if e is not None and c:
+                remaining[id(e)] = remaining.get(id(e), 0) + 1
         for start in range(0, len(prompts), self.max_batch_size):
             chunk = prompts[start : start + self.max_batch_size]
-            sampled = self._sample([p[1] for p in chunk], [p[2] for p in chunk], old, kept)
+            found = matches[start : start + self.max_batch_size] or None
+            sampled = self._sample([p[1] for p in chunk], [p[2] for p in chunk], old, kept,
+                                   matches=found, remaining=remaining)  # fmt: skip
             for (i, ids, _), (out_ids, logprobs) in zip(chunk, sampled, strict=True):
                 text = self.tokenizer.decode(out_ids, skip_special_tokens=True)
                 results[i] = Generation.sampled(
@@ -154,9 +161,14 @@ class TransformersPolicy(LocalTokensPolicy):
         seeds: list[int],
         entries: list[Entry] | None = None,
         kept: list[Entry] | None = None,
+        matches: list[tuple[Entry | None, int]] | None = None,
+        remaining: dict[int, int] | None = None,
     ) -> list[tuple[list[int], list[float]]]:
         """Sample one completion per prompt. ``entries``: KV caches a prompt may continue from;
-        ``kept``: where each row's cache goes when it finishes (None: nothing is kept)."""
+        ``kept``: where each row's cache goes when it finishes (None: nothing is kept);
+        ``matches``: each prompt's ``kvreuse.best_entry`` when already known; ``remaining``:
+        rows of this and later batches per entry (``kvreuse.last_uses``: an entry no later
+        batch needs is freed layer by layer as this batch's cache is built)."""
         import torch
 
         model, device = self.model, self.device
@@ -175,8 +187,10 @@ class TransformersPolicy(LocalTokensPolicy):
                 torch.inference_mode(),
                 torch.autocast(device.type, dtype=torch.bfloat16, enabled=self._use_autocast(n)),
             ):
-                plan = self._plan(prompts, entries)
-                cache, attention, positions, logits = self._prefill(prompts, plan)
+                plan = self._plan(prompts, entries, matches)
+                release = kvreuse.last_uses(plan, remaining)
+                cache, attention, positions, logits = self._prefill(prompts, plan, release)
+                del plan  # the entries it freed are gone; the others stay in ``entries``
 
                 def keep_rows(rows: list[int]) -> None:
                     if kept is None:
@@ -220,12 +234,15 @@ class TransformersPolicy(LocalTokensPolicy):
         return list(zip(out_ids, out_lp, strict=True))
 
     def _plan(
-        self, prompts: list[list[int]], entries: list[Entry] | None
+        self,
+        prompts: list[list[int]],
+        entries: list[Entry] | None,
+        matches: list[tuple[Entry | None, int]] | None = None,
     ) -> list[tuple[Entry | None, int]]:
-        """Per row: the cache entry it continues from and how many of its tokens it reuses.
-        Rows without one share a prefill of their prompt (all but the last token) with the other
-        rows of the same prompt."""
-        plan = [kvreuse.best_entry(entries or [], p) for p in prompts]
+        """Per row: the cache entry it continues from and how many of its tokens it reuses
+        (``matches`` when given, else ``kvreuse.best_entry``). Rows without one share a prefill
+        of their prompt (all but the last token) with the other rows of the same prompt."""
+        plan = list(matches) if matches is not None else [kvreuse.best_entry(entries or [], p) for p in prompts]  # fmt: skip
         if not self.reuse_kv:
             return [(None, 0)] * len(prompts)
         fresh: dict[tuple[int, ...], list[int]] = {}
@@ -245,14 +262,18 @@ class TransformersPolicy(LocalTokensPolicy):
         return plan
 
     def _forward_prompts(
-        self, prompts: list[list[int]], plan: list[tuple[Entry | None, int]]
+        self,
+        prompts: list[list[int]],
+        plan: list[tuple[Entry | None, int]],
+        release: set[int] | None = None,
     ) -> tuple[Any, Any, Any]:
         """Feed each prompt's tokens after its reused prefix into a batch cache; returns
-        ``(cache, attention mask, decoder output)``."""
+        ``(cache, attention mask, decoder output)``. ``release``: ``kvreuse.assemble``'s."""
         import torch
 
         device = self.device
-        cache, past_mask, _ = kvreuse.assemble(plan, getattr(self.model, "config", None), device)
+        config = getattr(self.model, "config", None)
+        cache, past_mask, _ = kvreuse.assemble(plan, config, device, release)
         suffix = [p[c:] for p, (_, c) in zip(prompts, plan, strict=True)]
         s_w = max(len(x) for x in suffix)
         ids = torch.full((len(prompts), s_w), self.pad_id, dtype=torch.long)
@@ -274,7 +295,10 @@ class TransformersPolicy(LocalTokensPolicy):
         return cache, attention, out
 
     def _prefill(
-        self, prompts: list[list[int]], plan: list[tuple[Entry | None, int]]
+        self,
+        prompts: list[list[int]],
+        plan: list[tuple[Entry | None, int]],
+        release: set[int] | None = None,
     ) -> tuple[Any, Any, Any, Any]:
         """Run the prompts into a batch cache (from their reused prefixes on); returns ``(cache,
         attention mask, last positions (R, 1), last-position logits (R, V))``.
@@ -283,7 +307,7 @@ class TransformersPolicy(LocalTokensPolicy):
         copies the output weight once per row (3.6 GB at 64 rows, DESIGN.md)."""
         import torch
 
-        cache, attention, out = self._forward_prompts(prompts, plan)
+        cache, attention, out = self._forward_prompts(prompts, plan, release)
         _, lm_head = decoder_and_head(self.model)
         logits = lm_head(out.last_hidden_state[:, -1, :].contiguous())
         last = torch.tensor([[len(p) - 1] for p in prompts], dtype=torch.long, device=self.device)

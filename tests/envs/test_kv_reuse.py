@@ -36,9 +36,9 @@ def _counting(policy: TransformersPolicy) -> list[int]:
     fed: list[int] = []
     inner = policy._forward_prompts
 
-    def wrapped(prompts, plan):
+    def wrapped(prompts, plan, *rest):
         fed.append(sum(len(p) - c for p, (_, c) in zip(prompts, plan, strict=True)))
-        return inner(prompts, plan)
+        return inner(prompts, plan, *rest)
 
     policy._forward_prompts = wrapped
     return fed
@@ -62,6 +62,27 @@ def test_three_turns_of_two_groups_give_the_same_tokens_with_and_without_reuse(
         outs[reuse] = (turns, sum(fed))
     assert outs[True][0] == outs[False][0]  # same prompts, same sampled tokens, every turn
     assert outs[True][1] < outs[False][1] / 2  # and far fewer prompt tokens fed to the model
+
+
+def test_caches_continued_in_small_batches_are_freed_as_they_are_copied_and_change_no_token(
+    tiny, tokenizer
+):
+    batch = [_group(i) for i in range(5)]  # five conversations in batches of two
+    tools = [[]] * len(batch)
+    outs = {}
+    for reuse in (False, True):
+        p = _policy(tiny, tokenizer, reuse, temperature=1.0, seed=5, max_batch_size=2)
+        convs, turns, freed = list(batch), [], []
+        for _ in range(3):
+            before = list(p._kv[1])
+            gens = p.generate(convs, tools)
+            freed.append(all(k is None for e in before for k in e.keys + e.values))
+            turns.append([g.completion_token_ids for g in gens])
+            convs = [_next_turn(c, g) for c, g in zip(convs, gens, strict=True)]
+        outs[reuse] = turns
+        if reuse:  # every kept cache was continued, so none is left whole after the next call
+            assert freed == [True, True, True] and len(p._kv[1]) == 5
+    assert outs[True] == outs[False]
 
 
 def test_logprobs_with_reuse_equal_those_of_a_full_prefill(tiny, tokenizer):
