@@ -75,7 +75,8 @@ class _Model(BaseModel):
         try:
             return self.model_dump(mode="json")
         except (UnicodeEncodeError, PydanticSerializationError):
-            return json.loads(escaped_json(self.model_dump()))
+            out: dict[str, Any] = json.loads(escaped_json(self.model_dump()))
+            return out
 
     def to_json(self) -> str:
         """Compact JSON; a lone surrogate in any text is written as a ``\\udXXX`` escape."""

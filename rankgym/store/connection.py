@@ -225,4 +225,4 @@ class StoreFile:
     @property
     def schema_version(self) -> int:
         """The file's schema version (``PRAGMA user_version``)."""
-        return self.conn.execute("PRAGMA user_version").fetchone()[0]
+        return int(self.conn.execute("PRAGMA user_version").fetchone()[0])

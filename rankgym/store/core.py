@@ -177,7 +177,7 @@ class Store(StoreQueries):
     def count_groups(self, **filters: Any) -> int:
         """How many groups match the filters of :meth:`list_groups`."""
         where, params = group_filters(**filters)
-        return self.query(f"SELECT COUNT(*) AS n FROM groups g {where}", params)[0]["n"]
+        return int(self.query(f"SELECT COUNT(*) AS n FROM groups g {where}", params)[0]["n"])
 
     def unjudged_group_ids(
         self, spec_hash: str, run_id: str | None = None, step: int | None = None

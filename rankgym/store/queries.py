@@ -59,7 +59,7 @@ class StoreQueries(StoreFile):
 
     def count_trajectories(self) -> int:
         """How many trajectories the store holds."""
-        return self.query("SELECT COUNT(*) AS n FROM trajectories")[0]["n"]
+        return int(self.query("SELECT COUNT(*) AS n FROM trajectories")[0]["n"])
 
     def group_index(self, env_id: str | None = None) -> Rows:
         """Every group (of one env): ``id``, ``env_id``, ``task_id``."""

@@ -176,7 +176,10 @@ def search_text(messages_json: str) -> str:
         messages = load_json(_MESSAGES, messages_json)
     except ValueError:
         return ""
-    return clean_text(Trajectory.model_construct(env_id="", task_id="", messages=messages).text())
+    text: str = clean_text(
+        Trajectory.model_construct(env_id="", task_id="", messages=messages).text()
+    )
+    return text
 
 
 def insert_judgement(c: sqlite3.Connection, j: Judgement) -> None:

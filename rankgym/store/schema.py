@@ -151,7 +151,7 @@ def statements(script: str) -> list[str]:
 
 def user_version(conn: sqlite3.Connection) -> int:
     """The schema version recorded in the file (0 for a new, empty file)."""
-    return conn.execute("PRAGMA user_version").fetchone()[0]
+    return int(conn.execute("PRAGMA user_version").fetchone()[0])
 
 
 def apply_migrations(conn: sqlite3.Connection, path: object) -> None:

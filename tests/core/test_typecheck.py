@@ -33,6 +33,18 @@ def test_the_config_checks_bodies_annotations_and_stale_ignores() -> None:
     assert "pydantic.mypy" in cfg.get("plugins", [])
 
 
+def test_every_core_module_gets_the_stricter_core_settings() -> None:
+    overrides = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"][
+        "mypy"
+    ]["overrides"]
+    strict = next(o for o in overrides if o.get("disallow_any_generics"))
+    assert strict.get("warn_return_any") is True
+    core = {"rankgym"} | {
+        f"rankgym.{p.stem}" for p in (ROOT / "rankgym").glob("*.py") if p.stem != "__init__"
+    }
+    assert core | {"rankgym.store.*"} == set(strict["module"])
+
+
 @_needs_mypy
 def test_a_bad_call_an_untyped_def_and_a_stale_ignore_in_a_copy_of_the_tree_fail(
     tmp_path: Path,
