@@ -126,12 +126,13 @@ class TransformersPolicy(LocalTokensPolicy):
         prompts.sort(key=lambda p: len(p[1]))  # similar lengths together: less padding
         tag = self._fingerprint() if self.reuse_kv else ()
         old = self._kv[1] if self.reuse_kv and self._kv[0] == tag else []
-        self._kv, kept = ((), []), []
+        kept: list[Entry] = []
+        self._kv = ((), [])
         matches = [kvreuse.best_entry(old, p[1]) for p in prompts] if self.reuse_kv else []
         remaining: dict[int, int] = {}  # entry id -> rows still to continue from it
-        for e, c in matches:
-            if e is not None and c:
-                remaining[id(e)] = remaining.get(id(e), 0) + 1
+        for entry, c in matches:
+            if entry is not None and c:
+                remaining[id(entry)] = remaining.get(id(entry), 0) + 1
         for start in range(0, len(prompts), self.max_batch_size):
             chunk = prompts[start : start + self.max_batch_size]
             found = matches[start : start + self.max_batch_size] or None
