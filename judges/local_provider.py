@@ -174,9 +174,11 @@ class LocalJudgeLLM(CustomLLM):
         judge asks each pair in ``pair_orders`` orders (2: order-free scores, 1: half the cost)."""
         with self._lock:  # one model, one forward at a time; loading is not thread-safe
             t0 = time.perf_counter()
+            rg_model.bound_heap()  # an 8k-token prefill's freed buffers leave the process
             try:
                 return self._respond(model, messages, max_tokens, pair_orders)
             finally:
+                rg_model.release_freed_memory()
                 _timing.service_s = time.perf_counter() - t0
 
     def _respond(
