@@ -298,7 +298,10 @@ def child(case: str, reps: int, threads: int) -> dict[str, Any]:
 
     from rankgym.model import embedded_model_dir, release_freed_memory
 
-    side, batch, micro_s, *rest = case.split(":")
+    spec, _, heap_bytes = case.partition("@")  # @BYTES: the update's fixed mmap threshold
+    if heap_bytes:
+        os.environ["RANKGYM_MMAP_THRESHOLD"] = heap_bytes
+    side, batch, micro_s, *rest = spec.split(":")
     dtype = rest[0] if rest else "float32"
     ckpt = (rest[1] != "0") if len(rest) > 1 else side == "rankgym"
     heap = (rest[2] != "0") if len(rest) > 2 else side != "rankgym-old"
@@ -416,10 +419,10 @@ def main() -> None:
     ap.add_argument(
         "--case",
         action="append",
-        help="SIDE:BATCH:MICRO[:DTYPE[:CKPT[:HEAP]]] with SIDE rankgym|rankgym-old|trl, BATCH "
+        help="SIDE:BATCH:MICRO[:DTYPE[:CKPT[:HEAP]]][@BYTES] with SIDE rankgym|rankgym-old|trl, BATCH "
         "demo|issue|demo-file, DTYPE float32|bfloat16 (base weights), CKPT 0|1 (rankgym sides; "
         "default: rankgym 1, rankgym-old 0), HEAP 0|1 (bound_heap + malloc_trim; default: "
-        "rankgym 1, rankgym-old 0); repeatable (default: the table in bench/RESULTS.md)",
+        "rankgym 1, rankgym-old 0), BYTES the fixed mmap threshold (RANKGYM_MMAP_THRESHOLD); repeatable (default: the table in bench/RESULTS.md)",
     )
     ap.add_argument("--reps", type=int, default=2, help="updates per case (timed: the last)")
     ap.add_argument("--threads", type=int, default=2)

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import os
 from typing import Any
 
-__all__ = ["MMAP_THRESHOLD", "bound_heap", "release_freed_memory"]
+__all__ = ["MMAP_THRESHOLD", "bound_heap", "default_mmap_threshold", "release_freed_memory"]
 
 
 def _libc() -> Any:
@@ -24,9 +25,17 @@ def _libc() -> Any:
 
 MMAP_THRESHOLD = 4 << 20
 """Allocations of at least this many bytes get their own mapping (see :func:`bound_heap`)."""
+THRESHOLD_ENV = "RANKGYM_MMAP_THRESHOLD"
+"""Environment variable: bytes for :func:`bound_heap`'s default threshold (bench/memory.py)."""
 
 
-def bound_heap(mmap_threshold: int = MMAP_THRESHOLD, trim_threshold: int = 32 << 20) -> bool:
+def default_mmap_threshold() -> int:
+    """``$RANKGYM_MMAP_THRESHOLD`` (bytes) when set to a whole number, else :data:`MMAP_THRESHOLD`."""
+    raw = os.environ.get(THRESHOLD_ENV, "").strip()
+    return int(raw) if raw.isdigit() else MMAP_THRESHOLD
+
+
+def bound_heap(mmap_threshold: int | None = None, trim_threshold: int = 32 << 20) -> bool:
     """Stop glibc from keeping freed activation memory resident (``mallopt``).
 
     By default glibc raises its mmap threshold each time a large block is freed (up to 32 MB),
@@ -37,9 +46,10 @@ def bound_heap(mmap_threshold: int = MMAP_THRESHOLD, trim_threshold: int = 32 <<
     ~0-25% slower on a loaded 2-core box). Process-wide and idempotent; returns False where
     there is no glibc (macOS, musl); never raises.
     """
+    threshold = default_mmap_threshold() if mmap_threshold is None else mmap_threshold
     try:
         libc = _libc()
-        ok = libc.mallopt(-3, int(mmap_threshold))  # M_MMAP_THRESHOLD
+        ok = libc.mallopt(-3, int(threshold))  # M_MMAP_THRESHOLD
         ok &= libc.mallopt(-1, int(trim_threshold))  # M_TRIM_THRESHOLD
         return bool(ok)
     except (OSError, AttributeError):
