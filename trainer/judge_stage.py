@@ -80,12 +80,21 @@ def _rollout_kwargs(cfg: TrainConfig, env: str) -> dict[str, Any] | None:
     return jt.env_kwargs if jt is not None and jt.env_kwargs is not None else cfg.env.kwargs
 
 
+MIN_CHECK_PAIRS = 20
+MIN_CHECK_TASKS = 3
+"""The held-out check passes only on at least this many pairs in this many tasks: a CI over
+one or two tasks (the bootstrap resamples tasks) says nothing, e.g. 2 pairs judged right give
+[1.00, 1.00]."""
+
+
 def _check(summary: dict[str, Any], min_pairwise: float) -> dict[str, Any]:
-    """The held-out numbers of the trained judge and whether they pass."""
+    """The held-out numbers of the trained judge and whether they pass (the pairwise CI above
+    ``min_pairwise`` on at least ``MIN_CHECK_PAIRS`` pairs in ``MIN_CHECK_TASKS`` tasks)."""
     comp = summary.get("comparison") or {}
     judges = comp.get("judges") or {}
     row = next(iter(judges.values()), {}).get("all", {}) if judges else {}
     ci = row.get("pairwise_accuracy_ci")
+    enough = (comp.get("n_pairs") or 0) >= MIN_CHECK_PAIRS and (comp.get("n_tasks") or 0) >= MIN_CHECK_TASKS  # fmt: skip
     return {
         "heldout_pairs": comp.get("n_pairs"),
         "heldout_tasks": comp.get("n_tasks"),
@@ -95,7 +104,8 @@ def _check(summary: dict[str, Any], min_pairwise: float) -> dict[str, Any]:
         "position_consistency_ci": row.get("position_consistency_ci"),
         "baselines": comp.get("baselines"),
         "min_pairwise": min_pairwise,
-        "passed": bool(ci and ci[0] > min_pairwise),
+        "enough_evidence": enough,
+        "passed": bool(enough and ci and ci[0] > min_pairwise),
     }
 
 
@@ -270,10 +280,15 @@ def on_policy_message(check: dict[str, Any]) -> str:
     """The numbers of the stage's held-out check on this policy's groups, in one sentence."""
     ci = check.get("pairwise_accuracy_ci") or [float("nan")] * 2
     acc = check.get("pairwise_accuracy")
+    few = (
+        f" (too few to decide: fewer than {MIN_CHECK_PAIRS} pairs or {MIN_CHECK_TASKS} tasks)"
+        if check.get("enough_evidence") is False
+        else ""
+    )
     return (
         f"the judge trained on this policy's groups ranks {check.get('heldout_pairs')} held-out "
-        f"pairs of this policy at pairwise {acc if acc is None else f'{acc:.2f}'} "
-        f"[{ci[0]:.2f}, {ci[1]:.2f}]"
+        f"pairs in {check.get('heldout_tasks')} tasks of this policy at pairwise "
+        f"{acc if acc is None else f'{acc:.2f}'} [{ci[0]:.2f}, {ci[1]:.2f}]{few}"
     )
 
 

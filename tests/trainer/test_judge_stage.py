@@ -340,3 +340,16 @@ def test_an_episode_that_never_answered_is_a_losing_judge_pair_not_dropped(tmp_p
             traj("no check for this one", None, False)]))  # fmt: skip
         (pair,) = verifier_pairs({"s": s})
     assert pair.winner.verifiable_reward == 1.0 and pair.loser.truncated and pair.gap == 1.0
+
+
+def test_the_held_out_check_does_not_pass_on_a_handful_of_pairs():
+    from rankgym.trainer.judge_stage import MIN_CHECK_PAIRS, MIN_CHECK_TASKS, _check
+
+    def summary(pairs: int, tasks: int) -> dict:
+        row = {"all": {"pairwise_accuracy": 1.0, "pairwise_accuracy_ci": [1.0, 1.0]}}
+        return {"comparison": {"n_pairs": pairs, "n_tasks": tasks, "judges": {"j": row}}}
+
+    assert not _check(summary(2, 1), 0.5)["passed"]  # [1.00, 1.00] on 2 pairs decides nothing
+    assert not _check(summary(MIN_CHECK_PAIRS, MIN_CHECK_TASKS - 1), 0.5)["passed"]
+    ok = _check(summary(MIN_CHECK_PAIRS, MIN_CHECK_TASKS), 0.5)
+    assert ok["passed"] and ok["enough_evidence"]
