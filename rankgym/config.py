@@ -105,11 +105,11 @@ def validate_config(data: dict[str, Any], model: type[M], source: str = "config"
                 msg = (
                     f"bad value for '{key}': {err['msg']} (got {_short(redact(err.get('input')))})"
                 )
-                allowed = _allowed(model, tuple(err["loc"])) or (err.get("ctx") or {}).get(
+                choices = _allowed(model, tuple(err["loc"])) or (err.get("ctx") or {}).get(
                     "allowed"
                 )  # a Literal field, or a validator that names its choices (reward.kind)
-                if allowed and err["type"] == "literal_error":
-                    msg += f"; allowed values: {', '.join(allowed)}"
+                if choices and err["type"] == "literal_error":
+                    msg += f"; allowed values: {', '.join(choices)}"
                 lines.append(msg)
         raise ConfigError(f"{source}: " + "; ".join(lines)) from None
 
@@ -130,12 +130,13 @@ def load_config(path: str | Path, model: type[M]) -> M:
 def parse_config(raw: bytes | str, model: type[M], source: str = "config") -> M:
     """Parse TOML text (bytes must be UTF-8) into ``model``; every failure is a ConfigError."""
     if isinstance(raw, bytes):
+        encoded = raw
         try:
-            raw = raw.decode("utf-8")
+            raw = encoded.decode("utf-8")
         except UnicodeDecodeError as e:
-            line = raw[: e.start].count(b"\n") + 1
+            line = encoded[: e.start].count(b"\n") + 1
             raise ConfigError(
-                f"{source}: not UTF-8 text (byte {raw[e.start]:#04x} on line {line}); "
+                f"{source}: not UTF-8 text (byte {encoded[e.start]:#04x} on line {line}); "
                 "save the file as UTF-8"
             ) from None
     try:
