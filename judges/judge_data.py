@@ -250,7 +250,8 @@ def split_by_task(
         if heldout_fraction > 0 and len(ordered) >= 2:
             n = min(max(n, 1), len(ordered) - 1)
         held.update(ordered[:n])
-    train, heldout = [], []
+    train: list[PairItem] = []
+    heldout: list[PairItem] = []
     for p in pairs:
         p.split = "heldout" if p.task_key in held else "train"
         (heldout if p.split == "heldout" else train).append(p)
