@@ -132,6 +132,7 @@ def group_unit(
         for t in group.trajectories
         if t.verifiable_reward is not None and t.id in scores
     ]
+    truth: list[float] | None
     source, ids, truth = "verifier", [i for i, _ in known], [v for _, v in known]
     if len(known) < 2 or max(truth) - min(truth) <= _EPS:
         source, ids = "human", [t.id for t in group.trajectories if t.id in scores]
