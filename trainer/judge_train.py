@@ -378,7 +378,7 @@ def train_judge(
         check_update("judge-train", step + 1, loss=float(loss.detach()), grad_norm=norm, hint=_HINT)  # fmt: skip
         optimizer.step()
         check_update("judge-train", step + 1, params=params, hint=_HINT)
-        row = {"step": step + 1, "epoch": epoch}
+        row: dict[str, float] = {"step": step + 1, "epoch": epoch}
         row.update({k2: float(v.detach()) for k2, v in parts.items()})
         state["log"].append(row)
         state["step"] = step + 1
