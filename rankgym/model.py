@@ -87,7 +87,7 @@ def _convert(src: Path, target: Path) -> None:
     model = AutoModelForCausalLM.from_pretrained(
         src.parent, gguf_file=src.name, dtype=torch.float32
     )
-    model.hf_quantizer = None
+    model.hf_quantizer = None  # type: ignore[assignment]  # typed as a submodule by nn.Module
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
     tmp.mkdir(parents=True, exist_ok=True)
@@ -162,7 +162,8 @@ def load_causal_lm(path: str, dtype: str = "float32", device: str = "cpu") -> tu
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
     tok.padding_side = "left"
-    model = AutoModelForCausalLM.from_pretrained(p, dtype=getattr(torch, dtype)).to(device)
+    model = AutoModelForCausalLM.from_pretrained(p, dtype=getattr(torch, dtype))
+    model = model.to(device)  # type: ignore[arg-type]  # transformers' wrapped .to() binds self wrongly
     model.eval()
     return model, tok
 
