@@ -307,7 +307,8 @@ def grpo_update(
         if s.bf16
         else contextlib.nullcontext()
     )
-    old, ref = [None] * len(mbs), [None] * len(mbs)
+    old: list[torch.Tensor | None] = [None] * len(mbs)
+    ref: list[torch.Tensor | None] = [None] * len(mbs)
     with torch.no_grad(), amp:  # in eval mode: no dropout in the reference numbers
         if s.num_iterations > 1:
             old = [token_logprobs(model, mb, s.temperature) for mb in mbs]
@@ -321,7 +322,8 @@ def grpo_update(
         for i, mb in enumerate(mbs):
             with amp:
                 logp = token_logprobs(model, mb, s.temperature)
-            old_i = logp.detach() if old[i] is None else old[i]
+            prev = old[i]
+            old_i = logp.detach() if prev is None else prev
             loss, ms = grpo_loss(logp, old_i, mb, s.loss, n_traj, n_tok, ref[i])
             loss.backward()
             loss_sum += float(loss.detach())
