@@ -84,7 +84,7 @@ class TransformersPolicy(LocalTokensPolicy):
         self._autocast_capable = (
             self.device.type == "cpu" and param.dtype == torch.float32 and cpu_bf16_native()
         )
-        base = model.get_base_model() if hasattr(model, "get_base_model") else model
+        base = getattr(model, "get_base_model", lambda: model)()  # a peft model: its base
         params = inspect.signature(type(base).forward).parameters
         # transformers >= 5.2x calls the KV cache `cache`; earlier versions `past_key_values`
         self._cache_kwarg = "cache" if "cache" in params else "past_key_values"
@@ -139,7 +139,7 @@ class TransformersPolicy(LocalTokensPolicy):
             sampled = self._sample([p[1] for p in chunk], [p[2] for p in chunk], old, kept,
                                    matches=found, remaining=remaining)  # fmt: skip
             for (i, ids, _), (out_ids, logprobs) in zip(chunk, sampled, strict=True):
-                text = self.tokenizer.decode(out_ids, skip_special_tokens=True)
+                text = str(self.tokenizer.decode(out_ids, skip_special_tokens=True))
                 results[i] = Generation.sampled(
                     self.name, text, ids, out_ids, logprobs, notes.get(i, [])
                 )
