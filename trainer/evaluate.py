@@ -147,9 +147,7 @@ def evaluate_policies(
     reference for the paired differences. ``on_groups(name, groups)`` sees each policy's groups
     (e.g. to store them).
     """
-    probe = env() if callable(env) else None
-    if probe is None:
-        probe = make(env)
+    probe = env() if callable(env) else make(env)
     threshold = float(probe.success_threshold)
     n_avail = len(probe.tasks(split))
     if n_avail == 0:
