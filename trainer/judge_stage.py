@@ -91,8 +91,9 @@ def _check(summary: dict[str, Any], min_pairwise: float) -> dict[str, Any]:
     """The held-out numbers of the trained judge and whether they pass (the pairwise CI above
     ``min_pairwise`` on at least ``MIN_CHECK_PAIRS`` pairs in ``MIN_CHECK_TASKS`` tasks)."""
     comp = summary.get("comparison") or {}
-    judges = comp.get("judges") or {}
-    row = next(iter(judges.values()), {}).get("all", {}) if judges else {}
+    judges: dict[str, Any] = comp.get("judges") or {}
+    first: dict[str, Any] = next(iter(judges.values()), {})
+    row = first.get("all", {})
     ci = row.get("pairwise_accuracy_ci")
     enough = (comp.get("n_pairs") or 0) >= MIN_CHECK_PAIRS and (comp.get("n_tasks") or 0) >= MIN_CHECK_TASKS  # fmt: skip
     return {
