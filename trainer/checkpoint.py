@@ -88,7 +88,10 @@ def save_checkpoint(
         shutil.rmtree(stale, ignore_errors=True)
     final = root / f"{PREFIX}{step:06d}"
     tmp = root / f"{final.name}.tmp-{os.getpid()}"
-    model.save_pretrained(str(tmp))
+    # only the trainer's own adapter: a local judge's adapters loaded by name into the same
+    # shared base (``judge-<hash>``, judges/local_provider.py) are not training state
+    own = [n for n in getattr(model, "peft_config", {}) or {} if not str(n).startswith("judge-")]
+    model.save_pretrained(str(tmp), **({"selected_adapters": own} if own else {}))
     torch.save(
         {
             "step": step,

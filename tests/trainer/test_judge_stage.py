@@ -353,3 +353,20 @@ def test_the_held_out_check_does_not_pass_on_a_handful_of_pairs():
     assert not _check(summary(MIN_CHECK_PAIRS, MIN_CHECK_TASKS - 1), 0.5)["passed"]
     ok = _check(summary(MIN_CHECK_PAIRS, MIN_CHECK_TASKS), 0.5)
     assert ok["passed"] and ok["enough_evidence"]
+
+
+def test_a_checkpoint_saves_the_policys_adapter_not_a_local_judges_loaded_beside_it(tmp_path):
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from trainer_helpers import tiny_model
+
+    from rankgym.trainer import checkpoint as ckpt
+
+    model, _ = tiny_model()
+    lora = LoraConfig(r=2, lora_alpha=4, target_modules=["q_proj", "v_proj"])
+    peft = get_peft_model(model, lora)
+    peft.add_adapter("judge-abc123", lora)  # what the local judge loads into the shared base
+    opt = torch.optim.AdamW([p for p in peft.parameters() if p.requires_grad], lr=1e-3)
+    path = ckpt.save_checkpoint(tmp_path, 1, peft, opt, None, {})
+    assert (path / "adapter_config.json").is_file() and not (path / "judge-abc123").exists()
+    assert all(p.is_file() for p in path.iterdir())
