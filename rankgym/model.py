@@ -361,15 +361,18 @@ def using_adapter(model: Any, name: str | None) -> Iterator[Any]:
     with _adapter_lock:
         layers = [m for m in model.modules() if isinstance(m, BaseTunerLayer)]
         saved = [(m, m.disable_adapters, list(m.active_adapters)) for m in layers]
+        # an adapter on some layers only (a judge LoRA on the last N decoder layers, beside a
+        # trainer's LoRA on all of them): the layers without it run the base weights
+        has = [name is not None and name in m._all_available_adapter_names() for m in layers]
+        if name is not None and not any(has):
+            raise KeyError(f"adapter {name!r} is not loaded into this model")
         try:
-            for m in layers:
-                if name is None:
-                    m.enable_adapters(False)
-                elif name in m._all_available_adapter_names():
+            for m, here in zip(layers, has, strict=True):
+                if here:
                     m.enable_adapters(True)
                     m.set_adapter(name)
                 else:
-                    raise KeyError(f"adapter {name!r} is not loaded into this model")
+                    m.enable_adapters(False)
             yield model
         finally:
             for m, disabled, active in saved:

@@ -370,3 +370,23 @@ def test_a_checkpoint_saves_the_policys_adapter_not_a_local_judges_loaded_beside
     path = ckpt.save_checkpoint(tmp_path, 1, peft, opt, None, {})
     assert (path / "adapter_config.json").is_file() and not (path / "judge-abc123").exists()
     assert all(p.is_file() for p in path.iterdir())
+
+
+def test_a_judge_adapter_on_some_layers_runs_beside_a_trainers_lora_on_all_of_them():
+    from peft import LoraConfig, get_peft_model
+    from peft.tuners.tuners_utils import BaseTunerLayer
+    from trainer_helpers import tiny_model
+
+    from rankgym.model import using_adapter
+
+    model, _ = tiny_model()
+    peft = get_peft_model(model, LoraConfig(r=2, lora_alpha=4, target_modules=["q_proj"]))
+    judge = LoraConfig(r=2, lora_alpha=4, target_modules=["q_proj"], layers_to_transform=[1])
+    peft.add_adapter("judge-abc", judge)  # a judge LoRA on the last layer only (--lora-layers)
+    layers = [m for m in peft.modules() if isinstance(m, BaseTunerLayer)]
+    with using_adapter(peft, "judge-abc"):  # used to raise "not loaded into this model"
+        on = [(m.disable_adapters, list(m.active_adapters)) for m in layers]
+    assert on == [(True, ["default"]), (False, ["judge-abc"])]  # layer 0: base weights only
+    assert [(m.disable_adapters, list(m.active_adapters)) for m in layers] == [(False, ["default"])] * 2  # fmt: skip
+    with pytest.raises(KeyError, match="not loaded"), using_adapter(peft, "judge-missing"):
+        pass
