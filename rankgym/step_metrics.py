@@ -9,6 +9,7 @@ What it does not do: compute anything (the trainer fills it) or read the store.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -114,7 +115,7 @@ class StepMetrics:
     time_checkpoint_s: float | None = None
     checkpoint: str | None = None
     """The checkpoint dir the step wrote."""
-    eval: dict[str, Any] | None = None
+    eval: Mapping[str, Any] | None = None
     """The held-out evaluation run after this step, when there was one (store rows only)."""
     keys: tuple[str, ...] | None = field(default=None, repr=False, compare=False)
     """The stored row's keys in order, for a record ``from_dict`` read (see ``to_dict``)."""

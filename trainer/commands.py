@@ -26,6 +26,7 @@ from rankgym.model import set_torch_threads
 from rankgym.trainer.config import TrainConfig, load_train_config
 from rankgym.trainer.context import TrainingContext
 from rankgym.trainer.evaluate import AdapterOffPolicy, evaluate_policies
+from rankgym.trainer.records import EvalResult
 
 log = logging.getLogger(__name__)
 
@@ -169,7 +170,7 @@ def _adapter_meta(adapter: Path) -> dict[str, Any]:
     return json.loads(meta.read_text()) if meta.is_file() else {}
 
 
-def flat_eval(res: dict[str, Any]) -> dict[str, Any]:
+def flat_eval(res: EvalResult) -> dict[str, Any]:
     """The headline numbers of an evaluation: success of base and trained with 95% CIs."""
     b, t = res["policies"]["base"], res["policies"]["trained"]
     d = t["vs_base"]
@@ -186,7 +187,7 @@ def flat_eval(res: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _print_eval(res: dict[str, Any]) -> None:
+def _print_eval(res: EvalResult) -> None:
     f = flat_eval(res)
     where = f"{res.get('env', '')} {res['split']}".strip()
     print(
@@ -250,7 +251,12 @@ def _eval_run(args: argparse.Namespace) -> dict[str, Any]:
     except ValueError as e:
         raise UserError(str(e)) from None
     res.update(
-        env=env_id, env_kwargs=env_kwargs, adapter=str(adapter), temperature=args.temperature
+        {
+            "env": env_id,
+            "env_kwargs": env_kwargs,
+            "adapter": str(adapter),
+            "temperature": args.temperature,
+        }
     )
     if not args.json:
         _print_eval(res)

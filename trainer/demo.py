@@ -27,6 +27,7 @@ from typing import Any
 from rankgym.cli import Command
 from rankgym.envs.rollout_command import MAX_EPISODES, MAX_GROUP_SIZE, bounded
 from rankgym.errors import UserError
+from rankgym.trainer.records import EvalResult
 from rankgym.trainer.rewards import reward_names
 
 __all__ = [
@@ -185,7 +186,7 @@ def policy_from_adapter(adapter: str | Path, name: str, cfg: Any, share: Any = N
     return TransformersPolicy(model, share.tokenizer, name=name, autocast=share.autocast, adapter=name, **sampling)  # fmt: skip
 
 
-def demo_summary(res: dict[str, Any]) -> dict[str, Any]:
+def demo_summary(res: EvalResult) -> dict[str, Any]:
     """Headline numbers of the three-way evaluation (base, sft, trained)."""
     pol = res["policies"]
     b, s, t = pol["base"], pol["sft"], pol["trained"]

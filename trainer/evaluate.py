@@ -24,6 +24,7 @@ from typing import Any
 
 from rankgym.envs.registry import make
 from rankgym.envs.rollout import EnvSource, rollout_groups
+from rankgym.trainer.records import EvalResult
 from rankgym.types import Group
 
 Z95 = 1.959963984540054
@@ -140,7 +141,7 @@ def evaluate_policies(
     seed: int = 0,
     progress: bool = False,
     on_groups: Callable[[str, list[Group]], None] | None = None,
-) -> dict[str, Any]:
+) -> EvalResult:
     """Run each policy on the same held-out episodes; success rates with CIs and paired diffs.
 
     ``env`` is what ``rollout_groups`` takes (an id or a factory). The first policy is the
@@ -154,7 +155,7 @@ def evaluate_policies(
         raise ValueError(f"the env has no tasks in split {split!r}")
     n_tasks = min(n_tasks or n_avail, n_avail)
     tables: dict[str, dict[str, list[int]]] = {}
-    out: dict[str, Any] = {
+    out: EvalResult = {
         "split": split,
         "tasks": n_tasks,
         "samples_per_task": samples,
@@ -199,7 +200,7 @@ def evaluate_policies(
 
 
 def _paired(
-    out: dict[str, Any], tables: dict[str, dict[str, list[int]]], ref: str, name: str, seed: int
+    out: EvalResult, tables: dict[str, dict[str, list[int]]], ref: str, name: str, seed: int
 ) -> None:
     a, b = tables[ref], tables[name]
     d = out["policies"][name]["success"] - out["policies"][ref]["success"]

@@ -67,6 +67,7 @@ from rankgym.trainer.grpo import (
 )
 from rankgym.trainer.monitor import JudgeGuardStop, JudgeMonitor, watch_step
 from rankgym.trainer.preflight import judge_preflight
+from rankgym.trainer.records import EvalResult, StepTiming
 from rankgym.trainer.rewards import (
     StepMetrics,
     build_reward,
@@ -286,7 +287,7 @@ class Trainer:
             self.store.log_step(self.run_id, self.start_step - 1, meta["metrics"])
         self.echo(f"resume: loaded {path.name}; continuing at step {self.start_step}")
 
-    def _phase_threads(self, timing: dict[str, Any], phase: str) -> None:
+    def _phase_threads(self, timing: StepTiming, phase: str) -> None:
         """Re-choose torch threads for ``phase`` from the free cores (when ``adapt_threads``)."""
         if self.adapt_threads:
             timing.setdefault("threads", {})[phase] = set_torch_threads()
@@ -305,11 +306,11 @@ class Trainer:
             self.sync.publish(step)
         return expected
 
-    def _rollout_and_judge(self, step: int) -> tuple[list[Group], dict[str, Any]]:
+    def _rollout_and_judge(self, step: int) -> tuple[list[Group], StepTiming]:
         """Rank 0 rolls out and judges (or reuses a stored step); every rank gets the groups."""
         return self.dist.broadcast(self._rollout_and_judge_main(step) if self.dist.main else None)
 
-    def _rollout_and_judge_main(self, step: int) -> tuple[list[Group], dict[str, Any]]:
+    def _rollout_and_judge_main(self, step: int) -> tuple[list[Group], StepTiming]:
         from rankgym.trainer.step_data import rollout_and_judge
 
         return rollout_and_judge(self, step)
@@ -395,7 +396,7 @@ class Trainer:
 
     # ---- evaluation -----------------------------------------------------------------------
 
-    def evaluate(self, tag: str) -> dict[str, Any]:
+    def evaluate(self, tag: str) -> EvalResult:
         """Held-out success of base (adapter off) vs the current adapter, paired."""
         from rankgym.trainer.evaluate import AdapterOffPolicy, evaluate_policies
 
@@ -439,7 +440,7 @@ class Trainer:
         cfg = self.cfg
         t0 = time.perf_counter()
         history: list[StepMetrics] = []
-        evals: list[dict[str, Any]] = []
+        evals: list[EvalResult] = []
         if self.start_step >= cfg.steps:
             self.echo(f"run {self.run_id} already has {self.start_step} steps; nothing to do")
         for k in range(self.start_step, cfg.steps):

@@ -44,6 +44,7 @@ from rankgym.types import Group, Trajectory
 
 if TYPE_CHECKING:
     from rankgym.trainer.config import RewardSection
+    from rankgym.trainer.records import StepTiming
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -310,7 +311,7 @@ def step_metrics(
     unscored: int,
     update: Any,
     lr: float,
-    timing: dict[str, Any],
+    timing: StepTiming,
     bf16: bool,
 ) -> StepMetrics:
     """The metrics of one step (``update`` is a ``grpo`` UpdateStats); the loop adds timings."""

@@ -15,6 +15,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from rankgym.trainer import checkpoint as ckpt
+from rankgym.trainer.records import StepTiming
 from rankgym.types import Group
 
 if TYPE_CHECKING:
@@ -23,18 +24,19 @@ if TYPE_CHECKING:
 __all__ = ["rollout_and_judge", "stored_manifests"]
 
 
-def rollout_and_judge(trainer: Trainer, step: int) -> tuple[list[Group], dict[str, Any]]:
+def rollout_and_judge(trainer: Trainer, step: int) -> tuple[list[Group], StepTiming]:
     """The groups of step ``step`` (judged when the reward uses the judge) and its timing."""
     from rankgym.envs.rollout import rollout_groups
 
     cfg = trainer.cfg
-    timing: dict[str, Any] = {"reused_rollout": False}
+    timing: StepTiming = {"reused_rollout": False}
     man = ckpt.manifest_path(trainer.out, step)
     if man.is_file():
         saved = json.loads(man.read_text())
         spec_hash = saved.get("spec_hash")
         groups = [trainer.store.get_group(gid, spec_hash) for gid in saved["group_ids"]]
-        timing.update(saved.get("timing", {}), reused_rollout=True)
+        timing.update(saved.get("timing", {}))
+        timing["reused_rollout"] = True
         return groups, timing
     trainer._phase_threads(timing, "rollout")
     t0 = time.perf_counter()
