@@ -91,7 +91,7 @@ def save_checkpoint(
     # only the trainer's own adapter: a local judge's adapters loaded by name into the same
     # shared base (``judge-<hash>``, judges/local_provider.py) are not training state
     own = [n for n in getattr(model, "peft_config", {}) or {} if not str(n).startswith("judge-")]
-    model.save_pretrained(str(tmp), **({"selected_adapters": own} if own else {}))
+    model.save_pretrained(str(tmp), selected_adapters=own or None)  # None: every adapter
     torch.save(
         {
             "step": step,
