@@ -368,7 +368,7 @@ def using_adapter(model: Any, name: str | None) -> Iterator[Any]:
             raise KeyError(f"adapter {name!r} is not loaded into this model")
         try:
             for m, here in zip(layers, has, strict=True):
-                if here:
+                if here and name is not None:  # here implies a name; said again for mypy
                     m.enable_adapters(True)
                     m.set_adapter(name)
                 else:
