@@ -41,9 +41,12 @@ demo: install
 default-judge: install
 	$(PY) bench/default_judge.py --work $(or $(JUDGE_WORK),/tmp/rankgym-default-judge) --ship judges/default_judge
 
+# CI (.ci/run) runs this: the suite, the integrations in their venvs, then `make lint` (ruff,
+# import layers, mypy)
 test: install vllm-venv art-venv vf-venv
 	RANKGYM_VLLM_PYTHON=$(VLLM_PY) RANKGYM_VLLM_REQUIRED=1 $(VENV)/bin/pytest -q -ra
 	$(MAKE) --no-print-directory test-integrations
+	$(MAKE) --no-print-directory lint
 
 # ART and verifiers pin older litellm/openai than rankgym's, so each lives in a venv of its own
 # that sees .venv's packages after its own (docs/integrations.md); make test runs their tests there.
