@@ -99,6 +99,8 @@ QUESTION = (
 )
 MODELS = (DEFAULT_MODEL, YESNO_MODEL)
 CONTEXT_WINDOW = 8192
+PAIR_CACHE_SIZE = 100_000
+"""Pair verdicts kept per judge (a few MB) before its cache starts over."""
 JUDGE_DTYPE_ENV = "RANKGYM_JUDGE_DTYPE"
 """Environment variable: the local judge's weights dtype (``float32``/``bfloat16``; see
 ``LocalJudgeLLM.dtype``)."""
@@ -119,6 +121,9 @@ class LocalJudgeLLM(CustomLLM):
         self._lock = threading.Lock()
         self._judges: dict[str, tuple[Any, Any, str, int, str]] = {}
         """ref -> (base model, tokenizer, adapter fingerprint, prompt line limit, adapter name)"""
+        self._pair_cache: dict[str, dict[str, float]] = {}
+        """model name -> pair prompt hash -> P(A wins): a group shown again in another order
+        (judge-check, ``--permutations``) asks no pair twice. Cleared on a new adapter."""
 
     @property
     def dtype(self) -> str:
@@ -237,6 +242,7 @@ class LocalJudgeLLM(CustomLLM):
             rg_model.load_named_adapter(lm, d, name)
             chars = int(meta.get("config", {}).get("max_line_chars", 200))
             cached = self._judges[ref] = (lm, tok, fp, chars, name)
+            self._pair_cache.clear()  # verdicts of an older adapter in the same directory
         return cached[0], cached[1], cached[3], cached[4]
 
     def _pairwise_scores(
@@ -257,7 +263,12 @@ class LocalJudgeLLM(CustomLLM):
                 model=f"{PROVIDER}/{model}",
                 llm_provider=PROVIDER,
             )
-        scores, n_in = score_group(lm, tok, msgs, labels, max_line_chars, orders=pair_orders)
+        cache = self._pair_cache.setdefault(model, {})
+        if len(cache) > PAIR_CACHE_SIZE:
+            cache.clear()
+        scores, n_in = score_group(
+            lm, tok, msgs, labels, max_line_chars, orders=pair_orders, cache=cache
+        )
         n = (len(labels) - 1) * pair_orders
         items = [
             {
