@@ -354,11 +354,16 @@ def judge_train_stage(trainer: Any) -> None:
             trainer.judge_train = {**res, "refresh": refreshed[-1]}
             trainer.echo(f"resume: judging with the judge refreshed after step {refreshed[-1]['after_step']}")  # fmt: skip
     _use_judge(trainer, judge)
-    trainer.judge_check = _on_main(trainer, lambda: _preflight_trained(trainer, check))
-    if trainer.judge_check is not None and trainer.dist.main:
-        from rankgym.trainer.checkpoint import write_json_atomic
+    jt = cfg.judge_train
+    if jt and jt.reward_when_passed and cfg.reward.kind != jt.reward_when_passed and not res["check"].get("passed"):  # fmt: skip
+        # the configured judge stays (below): no calibration check of the failed one
+        trainer.judge_check = None
+    else:
+        trainer.judge_check = _on_main(trainer, lambda: _preflight_trained(trainer, check))
+        if trainer.judge_check is not None and trainer.dist.main:
+            from rankgym.trainer.checkpoint import write_json_atomic
 
-        write_json_atomic(trainer.out / "judge_check.json", trainer.judge_check)
+            write_json_atomic(trainer.out / "judge_check.json", trainer.judge_check)
     _maybe_judge_only(trainer, res["check"])
 
 
