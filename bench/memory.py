@@ -155,6 +155,16 @@ def old_token_logprobs(model: Any, mb: Any, temperature: float = 1.0, chunk: int
     return full_logits_logprobs(model, mb, temperature)
 
 
+def _resident(model: Any) -> None:
+    """Read every weight once: fp32 weights can stay mmapped from the safetensors file, so
+    their pages would otherwise be counted in the update's rise the first time it reads them."""
+    import torch
+
+    with torch.no_grad():
+        for p in model.parameters():
+            p.detach().float().sum()
+
+
 def _lora_model(dtype: str, ckpt: bool) -> tuple[Any, Any]:
     import torch
     from peft import LoraConfig, get_peft_model
@@ -172,6 +182,7 @@ def _lora_model(dtype: str, ckpt: bool) -> tuple[Any, Any]:
     if ckpt:
         enable_checkpointing(model)
     model.eval()
+    _resident(model)
     return model, tok
 
 
@@ -260,6 +271,7 @@ def run_trl(samples: list[Any], dtype: str, micro: int) -> tuple[Any, Any, Any]:
     trainer = GRPOTrainer(model=model, reward_funcs=lambda completions, **kw: [0.0] * len(completions),
                           args=cfg, train_dataset=ds, processing_class=tok, peft_config=lora)  # fmt: skip
     m = trainer.model
+    _resident(m)
     trainer.current_gradient_accumulation_steps = 1  # set by Trainer.train(), which we bypass
     if not getattr(m, "is_gradient_checkpointing", False):  # the Trainer turns it on in train()
         m.gradient_checkpointing_enable(gradient_checkpointing_kwargs=cfg.gradient_checkpointing_kwargs)  # fmt: skip
