@@ -3,15 +3,17 @@
 Runs ``rankgym demo`` in this process (same arguments) with its phases wrapped: judge-check
 (preflight), model load, SFT, and per GRPO step rollout / judge / update, then the evaluation's
 model load and each evaluated policy. At every phase boundary it reads the kernel's peak
-resident size (``VmHWM``) for the phase that ends, the resident size at its end, and the bytes
-of live torch tensors (deduplicated by storage: what the Python side still holds), then resets
-the peak counter (``/proc/self/clear_refs``). So "peak" is exact per phase, not sampled, and
-"end" vs "tensors" separates live data from heap the allocator has not handed back.
+resident size (``VmHWM``) for the phase that ends, the resident size at its end, glibc's heap
+bytes in use / free / mmapped (``mallinfo2``), and the bytes of live torch tensors
+(deduplicated by storage: what the Python side still holds), then resets the peak counter
+(``/proc/self/clear_refs``). So "peak" is exact per phase, not sampled, and "end" vs
+"tensors" vs the heap numbers separates live data from memory the allocator has not handed
+back.
 
 What it does not do: change what the demo computes, or count child processes (there are none).
 
     RANKGYM_CACHE=/tmp/h1/cache .venv/bin/python bench/demo_memory.py --json /tmp/h1/phases.json \
-        -- --steps 1 --sft-steps 4 --eval-tasks 6 --eval-samples 5 --out /tmp/h1/run --quiet
+        -- --steps 1 --eval-tasks 6 --eval-samples 5 --out /tmp/h1/run --quiet
 """
 
 from __future__ import annotations
@@ -37,6 +39,28 @@ def _status(key: str) -> int:
             if line.startswith(key + ":"):
                 return int(line.split()[1]) * 1024
     raise KeyError(key)
+
+
+def heap_stats() -> dict[str, float]:
+    """glibc's ``mallinfo2``: heap bytes in use and free (not returned), and mmapped blocks, in GB;
+    empty where there is no glibc."""
+    import ctypes
+    import ctypes.util
+
+    names = "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost"
+
+    class MallInfo2(ctypes.Structure):
+        _fields_ = [(n, ctypes.c_size_t) for n in names.split()]
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc.mallinfo2.restype = MallInfo2
+        m = libc.mallinfo2()
+    except (OSError, AttributeError):
+        return {}
+    gb = 2**30
+    return {"heap_used_gb": round(m.uordblks / gb, 3), "heap_free_gb": round(m.fordblks / gb, 3),
+            "mmapped_gb": round(m.hblkhd / gb, 3)}  # fmt: skip
 
 
 def live_tensor_bytes() -> int:
@@ -76,6 +100,7 @@ class Phases:
         }
         if self.tensors:
             row["tensors_gb"] = round(live_tensor_bytes() / 2**30, 3)
+        row.update(heap_stats())
         self.rows.append(row)
         print("PHASE " + json.dumps(row), file=sys.stderr, flush=True)
         with open("/proc/self/clear_refs", "w") as fh:
