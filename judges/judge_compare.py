@@ -17,7 +17,7 @@ the same resamples are used for every judge, so ``paired`` gives the CI of each 
 (judge minus the first judge), which is narrower than comparing two separate CIs.
 
 What it does not do: judge groups larger than two (a trained pairwise judge would need
-N(N-1)/2 calls per group; see ``pair_judge.score_group``), retry failed calls (a failure is
+N(N-1)/2 calls per group; see ``pair_judge.score_pairs``), retry failed calls (a failure is
 counted as a wrong and inconsistent answer and reported in ``errors``), or correct for multiple
 comparisons.
 """

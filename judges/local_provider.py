@@ -39,7 +39,7 @@ Any other request (no ids line) gets plain greedy generation, up to ``max_tokens
 ``rankgym judge-train`` (``DIR`` is its ``adapter/`` directory, or the ``--out`` directory that
 holds one): the adapter loaded by name into the process-wide base model (the one named in
 ``DIR/judge_train.json``) and switched on for each request, scoring a group by pairwise
-comparisons (``rankgym.judges.pair_judge.score_group``: each trajectory's mean probability of
+comparisons (``rankgym.judges.pair_judge.score_pairs``: each trajectory's mean probability of
 winning its pairs).
 
 **One base copy.** Every local judge runs on the process-wide base
@@ -89,7 +89,7 @@ from rankgym.judge_adapter import (  # core (the spec's hash reads them); re-exp
     split_model,
 )
 
-from .pair_judge import PAIR_FORMAT, score_group
+from .pair_judge import PAIR_FORMAT, model_scorer, score_pairs
 from .prompt import parse_ids_line
 
 PROVIDER = "local"
@@ -266,8 +266,8 @@ class LocalJudgeLLM(CustomLLM):
         cache = self._pair_cache.setdefault(model, {})
         if len(cache) > PAIR_CACHE_SIZE:
             cache.clear()
-        scores, n_in = score_group(
-            lm, tok, msgs, labels, max_line_chars, orders=pair_orders, cache=cache
+        scores, n_in = score_pairs(
+            model_scorer(lm, tok), msgs, labels, max_line_chars, orders=pair_orders, cache=cache
         )
         n = (len(labels) - 1) * pair_orders
         items = [

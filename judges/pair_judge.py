@@ -10,8 +10,8 @@ format is ``Verdict: A`` or ``Verdict: B`` then ``Why: ...``: the verdict comes 
 decision is one token read right after ``Verdict:`` (:func:`decision_context`), and serving
 needs one forward pass per pair, no generation.
 
-:func:`score_group` turns a group of N into scores: every pair is asked in **both** orders
-(``T_i`` as A, then as B) and P(i beats j) = (P_A(i, j) + 1 - P_A(j, i)) / 2; a trajectory's
+:func:`score_pairs` (with :func:`model_scorer` for a model) turns a group of N into scores:
+every pair is asked in **both** orders (``T_i`` as A, then as B) and P(i beats j) = (P_A(i, j) + 1 - P_A(j, i)) / 2; a trajectory's
 score is its mean probability of winning its pairs. The pair prompt depends only on the two
 attempts and the group's context (shared tool outputs are renumbered per pair, see
 :func:`pair_messages`), so the scores are a permutation-equivariant function of the group:
@@ -240,20 +240,12 @@ def score_pairs(
     return scores, n_tokens
 
 
-def score_group(
-    model: Any,
-    tok: Any,
-    group_messages: list[dict[str, Any]],
-    labels: list[str],
-    max_line_chars: int = 200,
-    batch_size: int = 4,
-    orders: int = 2,
-    cache: dict[str, float] | None = None,
-) -> tuple[dict[str, float], int]:
-    """:func:`score_pairs` with ``model``'s verdict read-out (one forward per pair prompt)."""
+def model_scorer(model: Any, tok: Any) -> PairScorer:
+    """The :data:`PairScorer` of ``model``'s verdict read-out (one forward per pair prompt), for
+    :func:`score_pairs`."""
 
     def p_first(prompts: list[list[dict[str, str]]]) -> tuple[list[float], int]:
         ctxs = [decision_context(tok, m) for m in prompts]
         return p_first_wins(decision_logprobs(model, tok, ctxs)), sum(len(c) for c in ctxs)
 
-    return score_pairs(p_first, group_messages, labels, max_line_chars, batch_size, orders, cache)
+    return p_first

@@ -13,7 +13,7 @@ from model_helpers import random_lora
 
 from rankgym import model as rg_model
 from rankgym.judges.local_provider import CONTEXT_WINDOW, LocalJudgeLLM
-from rankgym.judges.pair_judge import PAIR_FORMAT, score_group
+from rankgym.judges.pair_judge import PAIR_FORMAT, model_scorer, score_pairs
 from rankgym.judges.prompt import build_prompt
 
 TARGETS = ["q_proj", "v_proj", "up_proj"]
@@ -54,7 +54,7 @@ def test_a_named_judge_adapter_scores_as_the_merged_model_did_and_leaves_the_tra
     # today's reference: a fresh base with the adapter merged
     fresh, tok = rg_model.load_causal_lm(str(base_dir))
     merged = PeftModel.from_pretrained(fresh, str(judge_dir)).merge_and_unload().eval()
-    want, _ = score_group(merged, tok, msgs, ["T1", "T2", "T3"], 200)
+    want, _ = score_pairs(model_scorer(merged, tok), msgs, ["T1", "T2", "T3"], 200)
     # a trainer's LoRA in the shared base first, then the judge loads its adapter beside it
     shared, _, _ = rg_model.shared_policy_model(str(base_dir), "float32", "cpu")
     trainer = random_lora(shared, 8, TARGETS, seed=2)

@@ -1,6 +1,6 @@
 """The pairwise judge's scores do not depend on the order a group is presented in.
 
-``score_group`` asks every pair in both orders and the pair prompt holds only the two attempts
+``score_pairs`` asks every pair in both orders and the pair prompt holds only the two attempts
 (and the group's context), so the scores are a permutation-equivariant function of the group.
 """
 
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rankgym.judges.pair_judge import pair_messages, score_group, score_pairs
+from rankgym.judges.pair_judge import PairScorer, model_scorer, pair_messages, score_pairs
 from rankgym.judges.prompt import build_prompt, default_rubric
 from rankgym.types import Group, Message, ToolCall, ToolCallFunction, Trajectory
 
@@ -44,6 +44,23 @@ def scripted_scorer(prompts: list[list[dict[str, str]]]) -> tuple[list[float], i
     return out, sum(len(m[1]["content"]) for m in prompts)
 
 
+def three_attempts() -> Group:
+    """Three attempts: one lookup and the right answer, two and a wrong one, none and no answer."""
+    return Group(env_id="e/Env-v0", task_id="t", trajectories=[
+        trajectory([2], "42"), trajectory([1, 2], "7"), trajectory([], "none")])  # fmt: skip
+
+
+def counting_scorer() -> tuple[list[int], PairScorer]:
+    """:func:`scripted_scorer` that records how many prompts each call asked."""
+    asked: list[int] = []
+
+    def counting(prompts: list[list[dict[str, str]]]) -> tuple[list[float], int]:
+        asked.append(len(prompts))
+        return scripted_scorer(prompts)
+
+    return asked, counting
+
+
 def by_id(group: Group, order: list[str], orders: int = 2) -> dict[str, float]:
     p = build_prompt(group, default_rubric(), order=order)
     scores, _ = score_pairs(scripted_scorer, p.messages, list(p.labels), orders=orders)
@@ -71,15 +88,9 @@ def test_scores_are_a_permutation_equivariant_function_of_the_group(spec, rnd):
 
 
 def test_one_order_halves_the_prompts_and_lets_the_first_shown_win():
-    group = Group(env_id="e/Env-v0", task_id="t", trajectories=[
-        trajectory([2], "42"), trajectory([1, 2], "7"), trajectory([], "none")])  # fmt: skip
+    group = three_attempts()
     ids = [t.id for t in group.trajectories]
-    asked: list[int] = []
-
-    def counting(prompts):
-        asked.append(len(prompts))
-        return scripted_scorer(prompts)
-
+    asked, counting = counting_scorer()
     p = build_prompt(group, default_rubric())
     score_pairs(counting, p.messages, list(p.labels), batch_size=100, orders=1)
     score_pairs(counting, p.messages, list(p.labels), batch_size=100, orders=2)
@@ -106,33 +117,26 @@ def test_a_pair_prompt_holds_only_the_outputs_its_two_attempts_share():
 def test_a_tiny_model_gives_the_same_scores_in_any_presentation_order(one_torch_thread):
     from test_local_provider import TinyLocal  # the 2-layer random Llama, same tokenizer
 
-    lm, tok = TinyLocal().tiny
-    group = Group(env_id="e/Env-v0", task_id="t", trajectories=[
-        trajectory([2], "42"), trajectory([1, 2], "7"), trajectory([], "none")])  # fmt: skip
+    scorer = model_scorer(*TinyLocal().tiny)
+    group = three_attempts()
     ids = [t.id for t in group.trajectories]
     results = []
     for order in (ids, ids[::-1], [ids[1], ids[2], ids[0]]):
         p = build_prompt(group, default_rubric(), order=order)
-        scores, n_tokens = score_group(lm, tok, p.messages, list(p.labels), batch_size=2)
+        scores, n_tokens = score_pairs(scorer, p.messages, list(p.labels), batch_size=2)
         results.append(({p.labels[k]: v for k, v in scores.items()}, n_tokens))
     for scores, n_tokens in results[1:]:
         assert n_tokens == results[0][1]
         for tid in ids:
             assert scores[tid] == pytest.approx(results[0][0][tid], abs=1e-4)
-    _, one_order_tokens = score_group(lm, tok, p.messages, list(p.labels), orders=1)
+    _, one_order_tokens = score_pairs(scorer, p.messages, list(p.labels), orders=1)
     assert 2 * one_order_tokens == results[0][1]
 
 
 def test_a_cache_asks_no_pair_prompt_twice_and_keeps_the_scores():
-    group = Group(env_id="e/Env-v0", task_id="t", trajectories=[
-        trajectory([2], "42"), trajectory([1, 2], "7"), trajectory([], "none")])  # fmt: skip
+    group = three_attempts()
     ids = [t.id for t in group.trajectories]
-    asked: list[int] = []
-
-    def counting(prompts):
-        asked.append(len(prompts))
-        return scripted_scorer(prompts)
-
+    asked, counting = counting_scorer()
     cache: dict[str, float] = {}
     results = []
     for order in (ids, ids[::-1]):
