@@ -28,17 +28,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from memory import proc_status  # bench/memory.py, beside this script
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-
-
-def _status(key: str) -> int:
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith(key + ":"):
-                return int(line.split()[1]) * 1024
-    raise KeyError(key)
 
 
 def heap_stats() -> dict[str, float]:
@@ -91,7 +85,7 @@ class Phases:
         self.tensors = tensors
 
     def enter(self, name: str) -> None:
-        peak, end = _status("VmHWM"), _status("VmRSS")
+        peak, end = proc_status("VmHWM"), proc_status("VmRSS")
         row = {
             "phase": self.name,
             "seconds": round(time.perf_counter() - self.t, 1),

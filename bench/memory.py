@@ -60,7 +60,7 @@ DEFAULT_CASES = [
 ]
 
 
-def _status(key: str) -> int:
+def proc_status(key: str) -> int:
     """A ``/proc/self/status`` field in bytes (``VmRSS``, ``VmHWM``)."""
     with open("/proc/self/status") as fh:
         for line in fh:
@@ -333,14 +333,14 @@ def child(case: str, reps: int, threads: int) -> dict[str, Any]:
         model, tok = _lora_model(dtype, ckpt)
         step = run_rankgym(samples, tok, model, micro, side == "rankgym-old", heap)
     release_freed_memory()
-    before = _status("VmRSS")
+    before = proc_status("VmRSS")
     _reset_peak()
     seconds = 0.0
     for _ in range(reps):
         t = time.perf_counter()
         step()
         seconds = time.perf_counter() - t
-    peak = _status("VmHWM")
+    peak = proc_status("VmHWM")
     tokens = sum(s.tokens for s in samples)
     return {
         "case": case,
@@ -386,7 +386,7 @@ def capture(path: str, threads: int, sft_steps: int) -> dict[str, Any]:
     def timed(name: str, fn: Any) -> Any:
         def wrapper(*a: Any, **kw: Any) -> Any:
             release_freed_memory()
-            start = _status("VmRSS")
+            start = proc_status("VmRSS")
             _reset_peak()
             t = time.perf_counter()
             try:
@@ -395,7 +395,7 @@ def capture(path: str, threads: int, sft_steps: int) -> dict[str, Any]:
                 phases[name] = {
                     "seconds": round(time.perf_counter() - t, 1),
                     "rss_start_gb": round(start / 2**30, 3),
-                    "peak_gb": round(_status("VmHWM") / 2**30, 3),
+                    "peak_gb": round(proc_status("VmHWM") / 2**30, 3),
                 }
 
         return wrapper
