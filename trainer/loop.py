@@ -169,14 +169,6 @@ class Trainer:
     def tokenizer(self) -> Any:
         return self.ctx.tokenizer
 
-    @property
-    def model_name(self) -> str:
-        return self.ctx.model_name
-
-    @property
-    def bf16(self) -> bool:
-        return self.ctx.bf16
-
     # ---- setup --------------------------------------------------------------------------
 
     def _run_identity(self) -> str:
@@ -227,7 +219,7 @@ class Trainer:
         self.judge_check = self.dist.broadcast(self.judge_check)  # every rank's no-signal check
         self._build_model()
         self.optimizer, self.scheduler = make_optimizer(self.model, cfg)
-        self.update_settings = update_settings(cfg, max_turns, self.bf16)
+        self.update_settings = update_settings(cfg, max_turns, self.ctx.bf16)
         self.out.mkdir(parents=True, exist_ok=True)
         self.run_id = self._run_identity()
         self.store = Store(cfg.store_path)
@@ -274,7 +266,7 @@ class Trainer:
         )
 
     def policy_name(self, step: int) -> str:
-        return f"{self.model_name}@step{step}"
+        return f"{self.ctx.model_name}@step{step}"
 
     def _load_latest(self) -> None:
         restored = ckpt.restore_latest(self.out, self.model, self.optimizer, self.scheduler)
@@ -360,7 +352,7 @@ class Trainer:
             update=st,
             lr=float(self.scheduler.get_last_lr()[0]),
             timing=timing,
-            bf16=self.bf16,
+            bf16=self.ctx.bf16,
         )
         if self.sync is not None:
             metrics = replace(metrics, extra=dict(self.sync.last))
@@ -403,7 +395,7 @@ class Trainer:
         e = self.cfg.eval
         self._phase_threads({}, "eval")
         cur = self.ctx.eval_policy(self.policy.name, e.temperature)
-        policies = {"base": AdapterOffPolicy(cur, f"{self.model_name}@base"), "trained": cur}
+        policies = {"base": AdapterOffPolicy(cur, f"{self.ctx.model_name}@base"), "trained": cur}
         res = evaluate_policies(
             self.env,
             policies,
