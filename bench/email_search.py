@@ -67,7 +67,7 @@ def main() -> int:
     args = ap.parse_args()
 
     from rankgym.envs.email.env import EmailSearchEnv
-    from rankgym.envs.email.inbox import InboxDB, ensure_synthetic
+    from rankgym.envs.email.inbox import EmailQuery, InboxDB, ensure_synthetic
     from rankgym.envs.toolcalls import assistant_call
 
     t0 = time.perf_counter()
@@ -95,14 +95,14 @@ def main() -> int:
     for c in COMMON:
         queries.append(("common", {"keywords": c}))
     for _, kw in queries:  # warm-up
-        db.search_emails(**kw)
+        db.search_emails(EmailQuery(**kw))
     timed = queries * args.repeats
     rng.shuffle(timed)
     per_kind: dict[str, list[float]] = {}
     n_results: list[int] = []
     for kind, kw in timed:
         t = time.perf_counter()
-        rows = db.search_emails(**kw)
+        rows = db.search_emails(EmailQuery(**kw))
         per_kind.setdefault(kind, []).append((time.perf_counter() - t) * 1000)
         n_results.append(len(rows))
 

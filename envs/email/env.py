@@ -37,7 +37,7 @@ from typing import Any
 
 from rankgym.envs.base import Env, EpisodeState, Task
 from rankgym.envs.email import agentdojo_source
-from rankgym.envs.email.inbox import InboxDB, cache_root, ensure_synthetic
+from rankgym.envs.email.inbox import EmailQuery, InboxDB, cache_root, ensure_synthetic
 from rankgym.envs.email.reward import (
     AnswerPart,
     LLMAnswerChecker,
@@ -243,7 +243,7 @@ class EmailSearchEnv(Env[EmailTask]):
             after: Only emails sent on or after this date (YYYY-MM-DD).
             before: Only emails sent before this date (YYYY-MM-DD).
         """
-        rows = self._db().search_emails(keywords, sender, after, before)
+        rows = self._db().search_emails(EmailQuery(keywords, sender, after, before))
         scratch = self.state.scratch
         found = scratch.setdefault("found", [])
         for r in rows:

@@ -32,6 +32,7 @@ import re
 import sqlite3
 import threading
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -176,6 +177,18 @@ def ensure_synthetic(*, root: Path | None = None, **corpus: int) -> list[Path]:
     return paths
 
 
+@dataclass(frozen=True)
+class EmailQuery:
+    """One ``search_emails`` call as the agent made it: the keywords and the optional filters
+    (``sender``: part of a name or address; ``after``/``before``: ``YYYY-MM-DD``). Not checked
+    here: :meth:`InboxDB.search_emails` rejects bad values with a message for the agent."""
+
+    keywords: str | list[str]
+    sender: str | None = None
+    after: str | None = None
+    before: str | None = None
+
+
 class InboxDB:
     """Read-only access to one inbox file (thread-safe; one connection per instance)."""
 
@@ -204,19 +217,13 @@ class InboxDB:
         return self._q("SELECT count(*) FROM emails")[0][0]
 
     # -------------------------------------------------------------- tools
-    def search_emails(
-        self,
-        keywords: str | list[str],
-        sender: str | None = None,
-        after: str | None = None,
-        before: str | None = None,
-        limit: int = MAX_RESULTS,
-    ) -> list[dict[str, str]]:
-        """Emails matching the keywords and filters: id, sender, date, subject, snippet, matched.
+    def search_emails(self, query: EmailQuery, limit: int = MAX_RESULTS) -> list[dict[str, str]]:
+        """Emails matching the query: id, sender, date, subject, snippet, matched.
 
         Raises ``ValueError`` with a message meant for the agent on bad input.
         """
-        words = _search_words(keywords)
+        sender, after, before = query.sender, query.after, query.before
+        words = _search_words(query.keywords)
         where, params = [], []
         if sender:
             where.append("e.sender LIKE ?")

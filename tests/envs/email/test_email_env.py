@@ -14,6 +14,7 @@ from gymnasium.utils.env_checker import check_env
 import rankgym.envs  # noqa: F401  (registers the env ids)
 from rankgym.envs.email.agentdojo_source import agentdojo_root
 from rankgym.envs.email.env import EmailSearchEnv, EmailTask
+from rankgym.envs.email.inbox import EmailQuery
 from rankgym.envs.policies import RandomPolicy
 from rankgym.errors import UserError
 
@@ -128,7 +129,7 @@ def test_search_filters_and_errors_come_back_as_messages(env):
 def test_search_results_are_at_most_ten_and_read_shows_the_whole_email(env):
     task = env.tasks("train")[0]
     db = env.inboxes[task.inbox_id]
-    rows = db.search_emails("the")
+    rows = db.search_emails(EmailQuery("the"))
     assert len(rows) == 10
     assert set(rows[0]) >= {"id", "sender", "date", "subject", "snippet"}
     email = db.read_email(task.source_id)
@@ -252,12 +253,12 @@ def test_a_huge_keyword_list_searches_with_its_first_twelve_distinct_words(env):
     task = next(t for t in env.tasks("test") if t.scenario == "invoice")
     db = env.inboxes[task.inbox_id]
     words = " ".join(task.keywords)
-    expected = db.search_emails(words)
+    expected = db.search_emails(EmailQuery(words))
     # 100,000 repeats of the same words, then 100,000 new ones: the dedup is linear (it was
     # quadratic: 40,000 words took 12.9 s) and only the first 12 distinct words count.
     padded = " ".join([words] * 100_000 + [f"zz{i}" for i in range(100_000)])
     assert len(words.split()) < 12
-    assert db.search_emails(padded)[0]["id"] == expected[0]["id"]
+    assert db.search_emails(EmailQuery(padded))[0]["id"] == expected[0]["id"]
     env.reset(options={"task_id": task.id})
     out = env.step(call("search_emails", keywords=padded))[0][0]["content"]
     assert not out.startswith("Error")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from rankgym.envs.email.generator import QTYPES, Email, Question, generate_corpus
-from rankgym.envs.email.inbox import InboxDB, ensure_synthetic, write_inbox_db
+from rankgym.envs.email.inbox import EmailQuery, InboxDB, ensure_synthetic, write_inbox_db
 from rankgym.envs.email.reward import contains_value, extract_amounts, normalize_text
 
 SMALL = {"seed": 3, "n_inboxes": 3, "n_emails": 300, "n_test": 1, "facts_per_scenario": 2}
@@ -163,7 +163,7 @@ def test_questions_have_near_duplicate_distractors(default_dbs):
 def test_question_keywords_find_the_source_email(default_dbs):
     for db in default_dbs:
         for q in db.questions():
-            ids = [r["id"] for r in db.search_emails(" ".join(q.keywords))]
+            ids = [r["id"] for r in db.search_emails(EmailQuery(" ".join(q.keywords)))]
             assert q.source_id in ids, q
 
 
