@@ -254,11 +254,11 @@ class InboxDB:
             " ORDER BY bm25(emails_fts, 3.0, 1.0, 1.0), emails_fts.rowid DESC LIMIT ?"
         )
         quoted = [f'"{w}"' for w in words]
-        query, matched = " ".join(quoted), "all"
-        rowids = [r[0] for r in self._q(rank_sql, [query, *params, limit])]
+        match, matched = " ".join(quoted), "all"
+        rowids = [r[0] for r in self._q(rank_sql, [match, *params, limit])]
         if not rowids and len(words) > 1:
-            query, matched = " OR ".join(quoted), "some"
-            rowids = [r[0] for r in self._q(rank_sql, [query, *params, limit])]
+            match, matched = " OR ".join(quoted), "some"
+            rowids = [r[0] for r in self._q(rank_sql, [match, *params, limit])]
         if not rowids:
             return []
         marks = ",".join("?" * len(rowids))
@@ -267,7 +267,7 @@ class InboxDB:
             f" snippet(emails_fts, 1, '[', ']', ' ... ', {SNIPPET_TOKENS}) AS snippet"
             " FROM emails_fts JOIN emails e ON e.rowid = emails_fts.rowid"
             f" WHERE emails_fts MATCH ? AND emails_fts.rowid IN ({marks})",
-            [query, *rowids],
+            [match, *rowids],
         )
         order = {rid: k for k, rid in enumerate(rowids)}
         rows = sorted(rows, key=lambda r: order[r["rid"]])
