@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import re
 import threading
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
 
@@ -102,6 +102,14 @@ class EmailTask(Task):
     sender_email: str = ""
     distractor_ids: list[str] = []
     source: str = "synthetic"
+
+
+_FROM_QUESTION = tuple(
+    f.name
+    for f in fields(Question)
+    if f.name in EmailTask.model_fields and f.name not in Task.model_fields
+)
+"""The question's fields a task carries as they are (the tuples become lists)."""
 
 
 def answer_parts(task: EmailTask | Question) -> tuple[AnswerPart, ...]:
@@ -194,17 +202,8 @@ class EmailSearchEnv(Env[EmailTask]):
                         answer=q.answer,
                         split=split,
                         metadata={"inbox_owner": db.owner.name, "today": db.today},
-                        question=q.question,
-                        inbox_id=q.inbox_id,
-                        source_id=q.source_id,
-                        answer_kind=q.answer_kind,
-                        aliases=list(q.aliases),
-                        qtype=q.qtype,
-                        scenario=q.scenario,
-                        keywords=list(q.keywords),
-                        sender_email=q.sender_email,
-                        distractor_ids=list(q.distractor_ids),
                         source=source,
+                        **{name: getattr(q, name) for name in _FROM_QUESTION},
                     )
                 )
         return out
