@@ -244,6 +244,15 @@ class Builder:
             self._keys.add(key(ident))
         return [fact, *extras]
 
+    def one_of(
+        self, kind: str, who: str, pool: Sequence[str], n_alternatives: int
+    ) -> tuple[str, list | None]:
+        """A random thing of ``pool`` for ``who`` and its :meth:`identities` (``None`` when taken),
+        the alternatives being ``who`` with ``n_alternatives`` other things of the pool."""
+        thing = self.rng.choice(pool)
+        alts = [(who, t) for t in self.rng.sample(pool, n_alternatives)]
+        return thing, self.identities(kind, (who, thing), alts)
+
     def unique(self, make: Callable[[], str]) -> str:
         for _ in range(10_000):
             v = make()

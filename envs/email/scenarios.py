@@ -89,9 +89,7 @@ def invoice(b: Builder) -> bool:
 def quote(b: Builder) -> bool:
     rng = b.rng
     contractor = rng.choice(b.contractors)
-    job = rng.choice(V.HOME_JOBS)
-    alts = [(contractor.name, j) for j in rng.sample(V.HOME_JOBS, 6)]
-    picked = b.identities("quote", (contractor.name, job), alts)
+    job, picked = b.one_of("quote", contractor.name, V.HOME_JOBS, 6)
     if picked is None:
         return False
 
@@ -223,9 +221,7 @@ def flight(b: Builder) -> bool:
 def dinner(b: Builder) -> bool:
     rng = b.rng
     friend = rng.choice(b.friends)
-    occasion = rng.choice(V.OCCASIONS)
-    alts = [(friend.name, o) for o in rng.sample(V.OCCASIONS, 5)]
-    picked = b.identities("dinner", (friend.name, occasion), alts)
+    occasion, picked = b.one_of("dinner", friend.name, V.OCCASIONS, 5)
     if picked is None:
         return False
 

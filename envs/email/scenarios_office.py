@@ -196,9 +196,7 @@ def presenter(b: Builder) -> bool:
 def handover(b: Builder) -> bool:
     rng = b.rng
     sender = rng.choice(b.peers)
-    project = rng.choice(V.PROJECTS)
-    alts = [(sender.name, p) for p in rng.sample(V.PROJECTS, 5)]
-    picked = b.identities("handover", (sender.name, project), alts)
+    project, picked = b.one_of("handover", sender.name, V.PROJECTS, 5)
     if picked is None:
         return False
     first = ""  # the fact's cover: no distractor names them
