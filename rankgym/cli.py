@@ -40,42 +40,41 @@ class Command:
     run: Callable[[argparse.Namespace], dict[str, Any] | None]
 
 
-# name -> (module, attribute, one-line help). Help is duplicated here so `--help` imports nothing.
-SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
-    "envs": ("rankgym.envs.commands", "ENVS", "list registered environments"),
-    "new-env": ("rankgym.envs.commands", "NEW_ENV", "scaffold an installable env package"),
-    "rollout": ("rankgym.envs.commands", "ROLLOUT", "roll out groups of trajectories into a store"),
-    "judge": ("rankgym.judges.commands", "JUDGE", "judge every unjudged group in a store"),
-    "agreement": ("rankgym.judges.commands", "AGREEMENT", "judge vs human/verifier agreement"),
+# name -> (module, one-line help); the module defines the Command as the name in upper case
+# (`new-env` -> `NEW_ENV`). Help is duplicated here so `--help` imports nothing.
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "envs": ("rankgym.envs.commands", "list registered environments"),
+    "new-env": ("rankgym.envs.commands", "scaffold an installable env package"),
+    "rollout": ("rankgym.envs.commands", "roll out groups of trajectories into a store"),
+    "judge": ("rankgym.judges.commands", "judge every unjudged group in a store"),
+    "agreement": ("rankgym.judges.commands", "judge vs human/verifier agreement"),
     "judge-check": (
         "rankgym.trainer.judge_check_command",
-        "JUDGE_CHECK",
         "measure whether a judge tells good from bad",
     ),
-    "judge-train": ("rankgym.trainer.judge_train_command", "JUDGE_TRAIN", "train a judge LoRA"),
-    "train": ("rankgym.trainer.commands", "TRAIN", "GRPO training from a TOML config"),
-    "eval": ("rankgym.trainer.commands", "EVAL", "held-out success of base vs adapter"),
-    "sft": ("rankgym.trainer.commands", "SFT", "supervised warm start on demonstrations"),
-    "demo": ("rankgym.trainer.demo", "DEMO", "the main job on the embedded model, CPU only"),
-    "dashboard": ("rankgym.dashboard.commands", "DASHBOARD", "open the Streamlit dashboard"),
-    "export": ("rankgym.commands", "EXPORT", "export a store to JSONL or Parquet"),
+    "judge-train": ("rankgym.trainer.judge_train_command", "train a judge LoRA"),
+    "train": ("rankgym.trainer.commands", "GRPO training from a TOML config"),
+    "eval": ("rankgym.trainer.commands", "held-out success of base vs adapter"),
+    "sft": ("rankgym.trainer.commands", "supervised warm start on demonstrations"),
+    "demo": ("rankgym.trainer.demo", "the main job on the embedded model, CPU only"),
+    "dashboard": ("rankgym.dashboard.commands", "open the Streamlit dashboard"),
+    "export": ("rankgym.commands", "export a store to JSONL or Parquet"),
     "import-art": (
         "rankgym.integrations.commands",
-        "IMPORT_ART",
         "import OpenPipe ART trajectories into a store",
     ),
 }
 
 
 def _load(name: str) -> Command | None:
-    module, attr, _ = SUBCOMMANDS[name]
+    module = SUBCOMMANDS[name][0]
     try:
         mod = importlib.import_module(module)
     except ModuleNotFoundError as e:
         if e.name and (e.name == module or module.startswith(e.name + ".")):
             return None
         raise
-    return getattr(mod, attr, None)
+    return getattr(mod, name.upper().replace("-", "_"), None)
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -90,7 +89,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         description="Agent environments judged as groups, GRPO on the scores, and a dashboard.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, (_, _, help_text) in SUBCOMMANDS.items():
+    for name, (_, help_text) in SUBCOMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
         _common(p)
         if name == only:
