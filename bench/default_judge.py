@@ -252,7 +252,7 @@ def policy_heldout(work: Path, stores: list[Path], judge: Path) -> dict[str, Any
 
     from rankgym.judges.judge_compare import pair_group
     from rankgym.judges.judge_data import build_dataset, visible_length
-    from rankgym.judges.pair_judge import score_group
+    from rankgym.judges.pair_judge import model_scorer, score_pairs
     from rankgym.judges.prompt import build_prompt, default_rubric
     from rankgym.model import load_embedded
     from rankgym.store import Store
@@ -281,6 +281,7 @@ def policy_heldout(work: Path, stores: list[Path], judge: Path) -> dict[str, Any
     base, tok = load_embedded()
     lm = PeftModel.from_pretrained(base, str(judge)).merge_and_unload().eval()
     chars = int(flags["--max-line-chars"])
+    scorer = model_scorer(lm, tok)
     out: dict[str, Any] = {}
     for split, pairs in (("heldout", ds.heldout), ("train", ds.train)):
         rows = []
@@ -294,7 +295,7 @@ def policy_heldout(work: Path, stores: list[Path], judge: Path) -> dict[str, Any
                 row["longer_wins"] = float(lw > ll)
             if split == "heldout":
                 prompt = build_prompt(pair_group(p), default_rubric())
-                scores, _ = score_group(lm, tok, prompt.messages, list(prompt.labels), chars)
+                scores, _ = score_pairs(scorer, prompt.messages, list(prompt.labels), chars)
                 by_id = {prompt.labels[lab]: v for lab, v in scores.items()}
                 w, lo = by_id[p.winner.id], by_id[p.loser.id]
                 row["correct"] = 1.0 if w > lo else 0.5 if w == lo else 0.0

@@ -1,10 +1,10 @@
 """What the pairwise judge's two presentation orders cost per group, and what sharing the KV
 cache of the prompts' common prefix would save (issue 22).
 
-For each group in the stores: the pair prompts ``score_group`` sends (N(N-1) with both orders,
+For each group in the stores: the pair prompts ``score_pairs`` sends (N(N-1) with both orders,
 N(N-1)/2 with one), their prefill tokens, and the longest token prefix all of a group's pair
 prompts share (chat template, system prompt, the task context: everything up to the first
-attempt). With ``--judge DIR`` it also times ``score_group`` in both modes (one thread).
+attempt). With ``--judge DIR`` it also times ``score_pairs`` in both modes (one thread).
 
     .venv/bin/python bench/pair_cost.py --store S.db [--store ...] [--groups 8] [--judge DIR]
 
@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--store", action="append", required=True)
     ap.add_argument("--groups", type=int, default=8, help="groups per store (default: 8)")
-    ap.add_argument("--judge", metavar="DIR", help="a judge adapter dir: also time score_group")
+    ap.add_argument("--judge", metavar="DIR", help="a judge adapter dir: also time the scoring")
     ap.add_argument("--max-line-chars", type=int, default=120)
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -75,11 +75,17 @@ def main(argv: list[str] | None = None) -> int:
                 "saving_if_shared": (len(ctxs) - 1) * shared / total,
             }
             if lm is not None:
-                from rankgym.judges.pair_judge import score_group
+                from rankgym.judges.pair_judge import model_scorer, score_pairs
 
                 for orders in (1, 2):
                     t0 = time.perf_counter()
-                    score_group(lm, tok, p.messages, labels, args.max_line_chars, orders=orders)
+                    score_pairs(
+                        model_scorer(lm, tok),
+                        p.messages,
+                        labels,
+                        args.max_line_chars,
+                        orders=orders,
+                    )
                     row[f"seconds_orders_{orders}"] = time.perf_counter() - t0
             rows.append(row)
             print(json.dumps(row), flush=True)
