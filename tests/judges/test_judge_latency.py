@@ -40,7 +40,7 @@ def test_waiting_behind_concurrency_is_queue_time_not_service_time(fake) -> None
 def test_the_local_model_reports_its_time_without_the_wait_for_its_lock(monkeypatch) -> None:
     llm = local_provider.LocalJudgeLLM()
 
-    def work(model, messages, max_tokens):
+    def work(model, messages, max_tokens, pair_orders=2):
         time.sleep(0.2)
         return "ok", 1, 1
 
