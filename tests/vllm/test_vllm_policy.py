@@ -15,11 +15,13 @@ def _local_logprobs(prompt: list[int], completion: list[int], temperature: float
     """Log-probs of ``completion`` under the embedded model here, at ``temperature``."""
     import torch
 
-    from rankgym.model import shared_embedded
+    from rankgym.model import OFF, shared_embedded, using_adapter
 
+    # the process-wide copy may carry a trainer's or an evaluation's LoRA from an earlier test
+    # in this process (issue 23's one base copy): the server serves the base, so switch them off
     model, _ = shared_embedded("bfloat16")
     ids = torch.tensor([prompt + completion])
-    with torch.inference_mode():
+    with using_adapter(model, OFF), torch.inference_mode():
         logits = model(input_ids=ids).logits[0].float() / temperature
     lp = logits.log_softmax(-1)
     n = len(prompt)
