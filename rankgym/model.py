@@ -303,36 +303,43 @@ def load_named_adapter(model: Any, adapter_dir: str | Path, name: str) -> Any:
     d = Path(adapter_dir)
     if not (d / "adapter_config.json").is_file():
         raise FileNotFoundError(f"{str(d)!r} holds no adapter_config.json (not a peft adapter)")
-    with _adapter_lock, _keeping_adapter_state(model):
-        if isinstance(model, PeftModel):
-            if name in model.peft_config:
-                model.delete_adapter(name)
-            model.load_adapter(str(d), adapter_name=name, is_trainable=False)
-            return model
-        with warnings.catch_warnings():  # a base shared with other adapters is the point here
-            warnings.filterwarnings("ignore", "Already found a `peft_config`", UserWarning)
-            model = PeftModel.from_pretrained(model, str(d), adapter_name=name, is_trainable=False)
-        model.eval()
-        return model
+    with _adapter_lock:
+        with _keeping_adapter_state(model):
+            if isinstance(model, PeftModel):
+                if name in model.peft_config:
+                    model.delete_adapter(name)
+                model.load_adapter(str(d), adapter_name=name, is_trainable=False)
+            else:
+                with warnings.catch_warnings():  # a base shared with other adapters is the point
+                    warnings.filterwarnings("ignore", "Already found a `peft_config`", UserWarning)
+                    model = PeftModel.from_pretrained(model, str(d), adapter_name=name, is_trainable=False)  # fmt: skip
+                model.eval()
+        for n, p in model.named_parameters():  # inference only, whatever peft marked trainable
+            if f".{name}." in n:
+                p.requires_grad_(False)
+    return model
 
 
 @contextlib.contextmanager
 def _keeping_adapter_state(model: Any) -> Iterator[None]:
     """Restore, after the block, which adapters each peft layer of ``model`` runs and which
-    parameters train: loading an adapter makes it the active one and freezes the others
-    (peft's ``set_adapter``), which would silently stop a trainer whose LoRA lives in the
-    same layers (a judge adapter loaded into the trainer's base)."""
+    parameters train (even when the block raises): loading or switching to an adapter makes it
+    the active one and freezes the others (peft's ``set_adapter``), which would silently stop a
+    trainer whose LoRA lives in the same layers (a judge adapter loaded into the trainer's
+    base), or leave a frozen adapter trainable after it was switched back to."""
     from peft.tuners.tuners_utils import BaseTunerLayer
 
     grads = [(p, p.requires_grad) for n, p in model.named_parameters() if "lora_" in n]
     layers = [m for m in model.modules() if isinstance(m, BaseTunerLayer)]
     saved = [(m, m.disable_adapters, list(m.active_adapters)) for m in layers]
-    yield
-    for m, disabled, active in saved:
-        m.enable_adapters(not disabled)
-        m._active_adapter = active  # as set_adapter sets it, without touching requires_grad
-    for p, flag in grads:
-        p.requires_grad_(flag)
+    try:
+        yield
+    finally:
+        for m, disabled, active in saved:
+            m.enable_adapters(not disabled)
+            m._active_adapter = active  # as set_adapter sets it, without touching requires_grad
+        for p, flag in grads:
+            p.requires_grad_(flag)
 
 
 def has_adapter_layers(model: Any) -> bool:
@@ -360,13 +367,12 @@ def using_adapter(model: Any, name: str | None) -> Iterator[Any]:
 
     with _adapter_lock:
         layers = [m for m in model.modules() if isinstance(m, BaseTunerLayer)]
-        saved = [(m, m.disable_adapters, list(m.active_adapters)) for m in layers]
         # an adapter on some layers only (a judge LoRA on the last N decoder layers, beside a
         # trainer's LoRA on all of them): the layers without it run the base weights
         has = [name is not None and name in m._all_available_adapter_names() for m in layers]
         if name is not None and not any(has):
             raise KeyError(f"adapter {name!r} is not loaded into this model")
-        try:
+        with _keeping_adapter_state(model):  # also which LoRA weights train, as they were
             for m, here in zip(layers, has, strict=True):
                 if here and name is not None:  # here implies a name; said again for mypy
                     m.enable_adapters(True)
@@ -374,10 +380,6 @@ def using_adapter(model: Any, name: str | None) -> Iterator[Any]:
                 else:
                     m.enable_adapters(False)
             yield model
-        finally:
-            for m, disabled, active in saved:
-                m.enable_adapters(not disabled)
-                m.set_adapter(active)
 
 
 def adapters_disabled(model: Any) -> bool:
