@@ -72,6 +72,16 @@ class Dist:
                 p.grad = torch.zeros_like(p)
             td.all_reduce(p.grad)
 
+    def close(self) -> None:
+        """Leave the process group. Call before the process exits: a gloo group still alive at
+        interpreter teardown can abort the process (SIGABRT) after a run that succeeded."""
+        if not self.enabled:
+            return
+        import torch.distributed as td
+
+        if td.is_initialized():
+            td.destroy_process_group()
+
 
 def from_env(device: str = "cpu") -> Dist:
     """Join the process group the launcher describes (``WORLD_SIZE``, ``RANK``, ``LOCAL_RANK``,

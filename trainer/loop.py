@@ -428,7 +428,14 @@ class Trainer:
         self.store.close()
 
     def run(self) -> dict[str, Any]:
+        """Train ``cfg.steps`` steps (from the last checkpoint on resume); returns the summary."""
         self.setup()
+        try:
+            return self._run()
+        finally:
+            self.dist.close()
+
+    def _run(self) -> dict[str, Any]:
         cfg = self.cfg
         t0 = time.perf_counter()
         history: list[StepMetrics] = []

@@ -83,3 +83,7 @@ if __name__ == "__main__":
     result = run(a.model_dir, a.store, a.out, a.per_device)
     rank = int(os.environ.get("RANK", "0"))
     Path(a.out, f"result{rank}.json").write_text(json.dumps(result))
+    import torch.distributed as td
+
+    if td.is_initialized():  # a gloo group alive at interpreter teardown can SIGABRT the rank
+        td.destroy_process_group()
