@@ -25,50 +25,40 @@ watches that).
 
 from __future__ import annotations
 
-import argparse
 import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from rankgym.trainer.config import JudgeTrainSection, TrainConfig
+from rankgym.trainer.judge_pipeline import JudgeTrainJob, run_judge_train, time_cap_line
 from rankgym.trainer.rewards import build_reward, reward_class
 
 STAGE_FILE = "stage.json"
 
 
-def _judge_train_args(out: Path, **overrides: Any) -> argparse.Namespace:
-    """``rankgym judge-train``'s arguments with their defaults, then ``overrides``."""
-    from rankgym.trainer.judge_train_command import _args
-
-    p = argparse.ArgumentParser()
-    _args(p)
-    args = p.parse_args(["--out", str(out)])
-    args.json, args.quiet, args.verbose = True, True, False
-    for k, v in overrides.items():
-        setattr(args, k, v)
-    return args
+def _judge_base(cfg: TrainConfig) -> str:
+    """The judge's base model: the policy's (``local/smollm2`` for the embedded one)."""
+    return "local/smollm2" if cfg.policy.model == "embedded" else cfg.policy.model
 
 
-def _settings(cfg: TrainConfig, jt: JudgeTrainSection) -> dict[str, Any]:
-    return {
-        "store": list(jt.stores),
-        "sources": ",".join(jt.sources),
-        "human_weight": jt.human_weight,
-        "max_train_pairs": jt.max_train_pairs,
-        "max_per_task": jt.max_pairs_per_task,
-        "max_heldout_pairs": jt.max_heldout_pairs,
-        "heldout_fraction": jt.heldout_fraction,
-        "epochs": jt.epochs,
-        "lr": jt.lr,
-        "lora_r": jt.lora_r,
-        "max_train_seconds": jt.max_train_minutes * 60 if jt.max_train_minutes else None,
-        "reason_tokens": 0,
-        "max_line_chars": 120,
-        "max_context_tokens": 768,
-        "compare_with": "",
-        "seed": cfg.seed,
-    }
+def _job(cfg: TrainConfig, jt: JudgeTrainSection, out: Path, stores: list[str]) -> JudgeTrainJob:
+    """The judge-train job of the stage: ``rankgym judge-train``'s defaults, sized by
+    ``[judge_train]`` (short prompts, no rationale, no extra comparison judge)."""
+    from rankgym.trainer.judge_train import JudgeTrainConfig
+
+    train = JudgeTrainConfig(
+        epochs=jt.epochs, lr=jt.lr, lora_r=jt.lora_r, lora_alpha=2 * jt.lora_r,
+        max_train_seconds=jt.max_train_minutes * 60 if jt.max_train_minutes else None,
+        reason_tokens=0, max_line_chars=120, max_context_tokens=768, seed=cfg.seed,
+    )  # fmt: skip
+    return JudgeTrainJob(
+        out, stores=stores, base=_judge_base(cfg),
+        sources=tuple(jt.sources), human_weight=jt.human_weight,
+        max_train_pairs=jt.max_train_pairs, max_per_task=jt.max_pairs_per_task,
+        max_heldout_pairs=jt.max_heldout_pairs, heldout_fraction=jt.heldout_fraction,
+        train=train, compare_with=(),
+    )  # fmt: skip
 
 
 def _rollout_kwargs(cfg: TrainConfig, env: str) -> dict[str, Any] | None:
@@ -126,7 +116,6 @@ def run_judge_train_stage(
     """
     from rankgym.errors import UserError
     from rankgym.trainer.judge_rollout import adapter_policy, rollout_judge_split
-    from rankgym.trainer.judge_train_command import _run, time_cap_line
 
     jt = cfg.judge_train
     if jt is None:
@@ -138,7 +127,6 @@ def run_judge_train_stage(
         say(f"resume: reusing the trained judge in {out}")
         return json.loads(stage_file.read_text())
     envs = jt.envs or [cfg.env.id]
-    base = "local/smollm2" if cfg.policy.model == "embedded" else cfg.policy.model
     store = out / "data" / "rollout.db"
     store.parent.mkdir(parents=True, exist_ok=True)
     say(f"judge_train: rolling out {sft_adapter} on the judge split of {', '.join(envs)}")
@@ -152,10 +140,8 @@ def run_judge_train_stage(
         for env in envs
     ]  # fmt: skip
     del policy
-    args = _judge_train_args(out, **_settings(cfg, jt), base=base)
-    args.store = [str(store), *args.store]
     try:
-        summary = _run(args)
+        summary = run_judge_train(_job(cfg, jt, out, [str(store), *jt.stores]))
     except UserError as e:
         raise UserError(f"[judge_train]: {e}") from None
     if summary.get("stopped_on_time_cap"):
@@ -200,7 +186,6 @@ def refresh_judge(
     """
     from rankgym.store import Store
     from rankgym.trainer.judge_rollout import ROLLOUT_RUN
-    from rankgym.trainer.judge_train_command import _run
 
     jt = cfg.judge_train
     if jt is None:
@@ -216,10 +201,9 @@ def refresh_judge(
     rollout_db = base / "data" / "rollout.db"
     if rollout_db.is_file():
         stores.append(str(rollout_db))
-    model = "local/smollm2" if cfg.policy.model == "embedded" else cfg.policy.model
-    args = _judge_train_args(out, **_settings(cfg, jt), base=model)
-    args.store, args.run = stores, list(dict.fromkeys(runs))
-    summary = _run(args)
+    job = _job(cfg, jt, out, stores)
+    job.runs = list(dict.fromkeys(runs))
+    summary = run_judge_train(job)
     check = _check(summary, jt.min_pairwise)
     say(
         f"judge_train refresh after step {step + 1}: held-out pairwise {check['pairwise_accuracy']}"

@@ -1,12 +1,8 @@
 """`rankgym judge-train`: train a pairwise judge LoRA on a store's labels, then compare it.
 
-Steps (each one's output lands under ``--out``, so an interrupted run can be rerun and skips
-what is done): build the labelled pairs (``rankgym.judges.judge_data``: verifier and human
-labels, split by task, order- and length-balanced) into ``data/``; rejection-sample K verdicts
-per training presentation (``work/samples.jsonl``, appended batch by batch); train the LoRA
-(``work/checkpoint`` every few steps); write the adapter to ``adapter/`` (temp dir, then
-``os.replace``); judge the held-out pairs with the base judge(s) and the trained one through
-LiteLLM and write ``report.json`` (paired CIs, ``rankgym.judges.judge_compare``).
+This module is the command's argparse and printing only; the work is
+:func:`rankgym.trainer.judge_pipeline.run_judge_train` (what GRPO's ``[judge_train]`` stage
+calls too), whose docstring lists the steps and what lands under ``--out``.
 
 Judge data from the policy itself: ``--store`` a training run's store (``--run`` picks its
 groups), and ``--rollout-adapter DIR --rollout-env ENV`` rolls the policy adapter (e.g. the SFT
@@ -21,37 +17,22 @@ config. What it does not do: train on groups larger than two, or use an API mode
 from __future__ import annotations
 
 import argparse
-import hashlib
-import json
 import math
 import os
-import random
-import shutil
-import time
 from pathlib import Path
 from typing import Any
 
 from rankgym.cli import Command
 from rankgym.errors import UserError
-from rankgym.judges.judge_compare import (
-    compare,
-    format_comparison,
-    judge_pairs,
-    litellm_respond,
-    pair_group,
+from rankgym.judges.judge_compare import format_comparison
+from rankgym.trainer.judge_pipeline import (
+    BASE_DEFAULT,
+    JudgeRollout,
+    JudgeTrainJob,
+    compare_again,
+    run_judge_train,
+    time_cap_line,
 )
-from rankgym.judges.judge_data import (
-    baselines,
-    build_dataset,
-    presentations,
-    read_jsonl,
-    write_jsonl,
-)
-from rankgym.judges.pair_judge import PAIR_FORMAT, choice_ids, decision_context, pair_messages
-from rankgym.judges.prompt import build_prompt, default_rubric
-from rankgym.store import Store
-
-BASE_DEFAULT = "local/smollm2"
 
 
 def _args(p: argparse.ArgumentParser) -> None:
@@ -140,16 +121,9 @@ def _check(args: argparse.Namespace) -> None:
                 f"--{name.replace('_', '-')} must be a finite number in {bracket}{low:g}, "
                 f"{high:g}] (got {value})"
             )
-    sources = _sources(args)
-    if args.human_weight == 0 and sources == ("human",):
-        raise UserError("--human-weight 0 with --sources human leaves nothing to train on")
+    _sources(args)
     if args.rollout_env and not args.rollout_adapter:
         raise UserError("--rollout-env needs --rollout-adapter DIR (the policy to roll out)")
-    for s in args.store:
-        if not Path(s).is_file():
-            raise UserError(f"store {s!r} does not exist; create one with `rankgym rollout --store {s} ...`")  # fmt: skip
-    if args.base != BASE_DEFAULT and not Path(args.base).is_dir():
-        raise UserError(f"--base {args.base!r}: use local/smollm2 or a local transformers model directory")  # fmt: skip
 
 
 def _sources(args: argparse.Namespace) -> tuple[str, ...]:
@@ -165,190 +139,15 @@ def _sources(args: argparse.Namespace) -> tuple[str, ...]:
     return picked
 
 
-def _rollout(args: argparse.Namespace, out: Path, progress: bool) -> dict[str, Any] | None:
-    """``--rollout-adapter``: the policy's groups on each env's judge split, into a store."""
-    if not args.rollout_adapter:
-        return None
-    from .judge_rollout import adapter_policy, rollout_judge_split
-
-    store = out / "data" / "rollout.db"
-    store.parent.mkdir(parents=True, exist_ok=True)
-    policy = adapter_policy(args.rollout_adapter, "judge-data-policy", seed=args.seed)
-    envs = args.rollout_env or ["rankgym/ToolUse-v0"]
-    rows = [
-        rollout_judge_split(policy, env, store, tasks=args.rollout_tasks,
-                            group_size=args.rollout_group_size, seed=args.seed,
-                            max_turns=args.rollout_max_turns, progress=progress)
-        for env in envs
-    ]  # fmt: skip
-    del policy
-    args.store = [*args.store, str(store)]
-    return {"store": str(store), "adapter": args.rollout_adapter, "envs": rows}
-
-
-def _cap(pairs: list[Any], n: int, seed: int, prefer: set[str] | None = None) -> list[Any]:
-    """At most ``n`` pairs, an equal share per env (seeded). Within an env, pairs from the
-    ``prefer`` stores (the policy's own groups) come first, and the share is filled taking
-    longer-wins and shorter-wins pairs in turn (near misses first on each side), so the cap
-    keeps the length balance that the pairs allow."""
-    from rankgym.judges.judge_data import visible_length
-
-    prefer = prefer or set()
-    by_env: dict[str, list[Any]] = {}
-    for p in pairs:
-        by_env.setdefault(p.env_id, []).append(p)
-    rng = random.Random(seed)
-    out: list[Any] = []
-    envs = sorted(by_env)
-    for k, env in enumerate(envs):
-        items = list(by_env[env])
-        rng.shuffle(items)
-        items.sort(key=lambda p: (p.store not in prefer, not p.near_miss))  # stable
-        sides: dict[int, list[Any]] = {1: [], -1: [], 0: []}
-        for p in items:
-            lw, ll = visible_length(p.winner), visible_length(p.loser)
-            sides[(lw > ll) - (lw < ll)].append(p)
-        merged: list[Any] = []
-        while any(sides.values()):
-            for side in (0, 1, -1):
-                if sides[side]:
-                    merged.append(sides[side].pop(0))
-        merged.sort(key=lambda p: p.store not in prefer)  # stable: the policy's pairs first
-        share = (n - len(out)) // (len(envs) - k)
-        out.extend(merged[:share])
-    keep = {id(p) for p in out}
-    return [p for p in pairs if id(p) in keep]
-
-
 def _progress(args: argparse.Namespace) -> bool:
     return not (args.quiet or args.json or os.environ.get("RANKGYM_QUIET"))
 
 
-def _dataset(args: argparse.Namespace, out: Path) -> tuple[list[Any], list[Any], dict[str, Any]]:
-    stores = {s: Store(s, readonly=True) for s in args.store}
-    try:
-        ds = build_dataset(stores, args.heldout_fraction, args.min_gap, args.max_per_task,
-                           not args.no_length_balance, args.seed, sources=_sources(args),
-                           runs=args.run)  # fmt: skip
-    finally:
-        for s in stores.values():
-            s.close()
-    prefer = set(args.prefer_store or [])
-    if args.rollout_adapter:  # the policy's judge-split rollout (see _rollout)
-        prefer.add(str(out / "data" / "rollout.db"))
-    train = _cap(ds.train, args.max_train_pairs, args.seed, prefer)
-    heldout = _cap(ds.heldout, args.max_heldout_pairs, args.seed + 1, prefer)
-    if not train or not heldout:
-        raise UserError(
-            f"the stores hold {len(ds.train)} training and {len(ds.heldout)} held-out labelled "
-            "pairs; judge-train needs both: roll out trajectories that differ in verifiable "
-            "reward on the same tasks (e.g. --policy oracle and --policy random runs), or rank "
-            "groups in the dashboard"
-        )
-    stats = {**ds.stats, "used": {"train": len(train), "heldout": len(heldout),
-             "train_baselines": baselines(train), "heldout_baselines": baselines(heldout)}}  # fmt: skip
-    (out / "data").mkdir(parents=True, exist_ok=True)
-    write_jsonl(out / "data" / "train.jsonl", train)
-    write_jsonl(out / "data" / "heldout.jsonl", heldout)
-    (out / "data" / "dataset.json").write_text(json.dumps(stats, indent=2))
-    return train, heldout, stats
+def _job(args: argparse.Namespace) -> JudgeTrainJob:
+    """The library job of the parsed flags."""
+    from rankgym.trainer.judge_train import JudgeTrainConfig
 
-
-def _examples(
-    tok: Any, pairs: list[Any], cfg: Any, human_weight: float = 1.0
-) -> tuple[list[Any], int]:
-    from .judge_train import Example
-
-    def cfg_weight(source: str) -> float:
-        return human_weight if source == "human" else 1.0
-
-    a, b = choice_ids(tok)
-    rubric = default_rubric()
-    out, skipped = [], 0
-    for p, winner_first in presentations(pairs):
-        g = pair_group(p)
-        order = [p.winner.id, p.loser.id] if winner_first else [p.loser.id, p.winner.id]
-        msgs = pair_messages(
-            build_prompt(g, rubric, order).messages, "T1", "T2", cfg.max_line_chars
-        )
-        ctx = decision_context(tok, msgs)
-        if len(ctx) > cfg.max_context_tokens:
-            skipped += 1
-            continue
-        correct, wrong = (a, b) if winner_first else (b, a)
-        weight = cfg_weight(p.source)
-        out.append(Example(f"{p.id}:{int(winner_first)}", ctx, correct, wrong, weight=weight))
-    return out, skipped
-
-
-def _sample(model: Any, tok: Any, examples: list[Any], cfg: Any, path: Path, fresh: bool) -> None:
-    """Rejection sampling with resume: finished keys are read back from ``path``."""
-    from .judge_train import rejection_sample
-
-    done: dict[str, dict[str, Any]] = {}
-    if path.is_file() and not fresh:
-        for line in path.read_text().splitlines():
-            try:
-                row = json.loads(line)
-                done[row["key"]] = row
-            except (json.JSONDecodeError, KeyError):
-                continue  # a line cut by a crash
-    elif path.exists():
-        path.unlink()
-    todo = [ex for ex in examples if ex.key not in done]
-    for ex in examples:
-        if ex.key in done:
-            ex.hits, ex.answer = done[ex.key]["hits"], done[ex.key]["answer"]
-    bar = None
-    if cfg.progress and todo:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=len(todo), desc="rejection sampling", unit="pres", leave=False)
-    with path.open("a", encoding="utf-8") as fh:
-
-        def save(batch: list[Any]) -> None:
-            for ex in batch:
-                fh.write(json.dumps({"key": ex.key, "hits": ex.hits, "answer": ex.answer}) + "\n")
-            fh.flush()
-            if bar is not None:
-                bar.update(len(batch))
-
-        rejection_sample(model, tok, todo, cfg.train, on_batch=save)
-    if bar is not None:
-        bar.close()
-
-
-def _run(args: argparse.Namespace) -> dict[str, Any]:
-    if args.compare_only:
-        return _compare_only(args)
-    if not args.store and not args.rollout_adapter:
-        raise UserError(
-            "pass at least one --store S (a store with verifiable rewards or rankings) or "
-            "--rollout-adapter DIR"
-        )
-    _check(args)
-    from rankgym.model import load_causal_lm, load_embedded, set_torch_threads
-
-    from .judge_train import (
-        META_FILE,
-        JudgeTrainConfig,
-        add_lora,
-        config_dict,
-        save_adapter,
-        train_judge,
-    )
-
-    t0 = time.perf_counter()
-    threads = set_torch_threads()
-    out = Path(args.out)
-    (out / "work").mkdir(parents=True, exist_ok=True)
-    progress = _progress(args)
-    rollout = _rollout(args, out, progress)
-    train_pairs, heldout, stats = _dataset(args, out)
-    if rollout is not None:
-        stats["rollout"] = rollout
-        (out / "data" / "dataset.json").write_text(json.dumps(stats, indent=2))
-    cfg = JudgeTrainConfig(
+    train = JudgeTrainConfig(
         samples=args.samples, reason_tokens=args.reason_tokens, epochs=args.epochs, lr=args.lr,
         batch_size=args.batch_size, lora_r=args.lora_r, lora_alpha=2 * args.lora_r,
         lora_layers=args.lora_layers or None,
@@ -356,113 +155,37 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
         max_line_chars=args.max_line_chars, max_context_tokens=args.max_context_tokens,
         seed=args.seed, max_train_seconds=args.max_train_seconds,
     )  # fmt: skip
-    model, tok = (
-        load_embedded(dtype="float32") if args.base == BASE_DEFAULT else load_causal_lm(args.base)
-    )
-    examples, skipped = _examples(tok, train_pairs, cfg, args.human_weight)
-    if not examples:
-        raise UserError(f"every training presentation is longer than --max-context-tokens {cfg.max_context_tokens}; raise it or lower --max-line-chars")  # fmt: skip
-    t_sample = time.perf_counter()
-    _sample(model, tok, examples, argparse.Namespace(train=cfg, progress=progress),
-            out / "work" / "samples.jsonl", args.fresh)  # fmt: skip
-    t_train = time.perf_counter()
-    fingerprint = hashlib.sha256(
-        json.dumps([config_dict(cfg), [(e.key, e.answer) for e in examples]]).encode()
-    ).hexdigest()[:16]
-    if args.fresh and (out / "work" / "checkpoint").exists():
-        shutil.rmtree(out / "work" / "checkpoint")
-    model = add_lora(model, cfg)
-    log = train_judge(model, tok, examples, cfg, out / "work", fingerprint, progress)
-    meta = {"format": 1, "pair_format": PAIR_FORMAT, "base": args.base, "config": config_dict(cfg),
-            "dataset": stats, "stores": args.store, "fingerprint": fingerprint,
-            "sources": list(_sources(args)), "human_weight": args.human_weight}  # fmt: skip
-    adapter = save_adapter(model, out, meta, dtype=args.save_dtype)
-    t_done = time.perf_counter()
-    summary: dict[str, Any] = {
-        "adapter": str(adapter),
-        "judge": f"local/smollm2@{adapter}",
-        "train_pairs": len(train_pairs),
-        "heldout_pairs": len(heldout),
-        "train_presentations": len(examples),
-        "skipped_too_long": skipped,
-        "sampled_hit_rate": sum(e.hits for e in examples) / (cfg.samples * len(examples)),
-        "sft_targets": sum(1 for e in examples if e.answer),
-        "train_steps": len(log),
-        "planned_steps": cfg.epochs * -(-len(examples) // cfg.batch_size),
-        "max_train_seconds": cfg.max_train_seconds,
-        "final_train": log[-1] if log else None,
-        "last10_train_accuracy": sum(r["accuracy"] for r in log[-10:]) / max(1, len(log[-10:])),
-        "seconds": {
-            "data": t_sample - t0,
-            "sampling": t_train - t_sample,
-            "training": t_done - t_train,
-        },  # fmt: skip
-        "threads": threads,
-        "load_avg": os.getloadavg()[0],
-        "meta_file": str(adapter / META_FILE),
-    }
-    summary["stopped_on_time_cap"] = (
-        bool(cfg.max_train_seconds) and len(log) < summary["planned_steps"]
-    )
-    del model
-    if not args.no_compare:
-        summary["comparison"] = _compare(args, heldout, summary["judge"], out, progress)
-        summary["seconds"]["compare"] = time.perf_counter() - t_done
-    summary["seconds"]["total"] = time.perf_counter() - t0
-    tmp = out / "report.json.tmp"
-    tmp.write_text(json.dumps(summary, indent=2, default=str))
-    os.replace(tmp, out / "report.json")
+    rollout = None
+    if args.rollout_adapter:
+        rollout = JudgeRollout(
+            args.rollout_adapter, tuple(args.rollout_env or ["rankgym/ToolUse-v0"]),
+            tasks=args.rollout_tasks, group_size=args.rollout_group_size,
+            max_turns=args.rollout_max_turns,
+        )  # fmt: skip
+    return JudgeTrainJob(
+        Path(args.out), stores=list(args.store), base=args.base,
+        heldout_fraction=args.heldout_fraction, min_gap=args.min_gap,
+        max_per_task=args.max_per_task, max_train_pairs=args.max_train_pairs,
+        max_heldout_pairs=args.max_heldout_pairs, length_balance=not args.no_length_balance,
+        train=train,
+        compare_with=tuple(m.strip() for m in args.compare_with.split(",") if m.strip()),
+        compare=not args.no_compare, fresh=args.fresh, runs=args.run,
+        prefer_stores=list(args.prefer_store or []), sources=_sources(args),
+        human_weight=args.human_weight, rollout=rollout, save_dtype=args.save_dtype,
+    )  # fmt: skip
+
+
+def _run(args: argparse.Namespace) -> dict[str, Any]:
+    if args.compare_only:
+        report = compare_again(_job(args), _progress(args))
+        if not args.json:
+            print(format_comparison(report))
+        return report
+    _check(args)
+    summary = run_judge_train(_job(args), _progress(args))
     if not args.json:
         _print(summary)
     return summary
-
-
-def _compare(args: argparse.Namespace, heldout: list[Any], trained: str | None, out: Path,
-             progress: bool, name: str = "comparison") -> dict[str, Any]:  # fmt: skip
-    """Judge ``heldout`` with ``--compare-with`` and ``trained``; each judge's rows are cached
-    in ``work/judged/`` by model string and adapter hash, so adding a judge later re-judges
-    nothing else."""
-    from rankgym.judges.local_provider import adapter_fingerprint
-
-    judges = [m.strip() for m in args.compare_with.split(",") if m.strip()]
-    judges += [trained] if trained else []
-    if not judges:
-        raise UserError("nothing to compare: pass --compare-with MODELS or train an adapter first")
-    rubric = default_rubric()
-    cache = out / "work" / "judged"
-    cache.mkdir(parents=True, exist_ok=True)
-    ids = [p.id for p in heldout]
-    results = {}
-    for m in judges:
-        key = hashlib.sha256(f"{m}|{adapter_fingerprint(m)}|{ids}".encode()).hexdigest()[:16]
-        path = cache / f"{key}.json"
-        if path.is_file():
-            results[m] = json.loads(path.read_text())
-            continue
-        results[m] = judge_pairs(litellm_respond(m), heldout, rubric, progress, desc=m[-40:])
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(results[m]))
-        os.replace(tmp, path)
-    report = compare(results, heldout, seed=args.seed)
-    (out / f"{name}.txt").write_text(format_comparison(report) + "\n")
-    return report
-
-
-def _compare_only(args: argparse.Namespace) -> dict[str, Any]:
-    """``--compare-only``: the held-out pairs and adapter already in ``--out``, judged again."""
-    out = Path(args.out)
-    held = out / "data" / "heldout.jsonl"
-    if not held.is_file():
-        raise UserError(f"{held} does not exist; run `rankgym judge-train --out {args.out}` first")
-    adapter = out / "adapter"
-    trained = f"local/smollm2@{adapter}" if (adapter / "adapter_config.json").is_file() else None
-    report = _compare(args, read_jsonl(held), trained, out, _progress(args), "comparison-only")
-    tmp = out / "comparison-only.json.tmp"
-    tmp.write_text(json.dumps(report, indent=2))
-    os.replace(tmp, out / "comparison-only.json")
-    if not args.json:
-        print(format_comparison(report))
-    return report
 
 
 def _print(summary: dict[str, Any]) -> None:
@@ -476,15 +199,6 @@ def _print(summary: dict[str, Any]) -> None:
         print(time_cap_line(summary))
     if "comparison" in summary:
         print(format_comparison(summary["comparison"]))
-
-
-def time_cap_line(summary: dict[str, Any]) -> str:
-    """What a judge-train run that stopped on its time cap says (command and train stage)."""
-    return (
-        f"judge-train: stopped on its time cap (max_train_seconds = "
-        f"{summary['max_train_seconds']:g}) after {summary['train_steps']} of "
-        f"{summary['planned_steps']} steps"
-    )
 
 
 JUDGE_TRAIN = Command(

@@ -123,10 +123,10 @@ def test_an_unknown_label_source_is_refused(tmp_path: Path):
 
 
 def test_human_pairs_get_their_weight_in_the_training_examples():
+    from rankgym.trainer.judge_pipeline import examples_of
     from rankgym.trainer.judge_train import JudgeTrainConfig
-    from rankgym.trainer.judge_train_command import _examples
 
-    class Tok:  # enough of a tokenizer for _examples: one id per character, " A"/" B" single
+    class Tok:  # enough of a tokenizer for examples_of: one id per character, " A"/" B" single
         def __call__(self, text, add_special_tokens=False):
             ids = {" A": [1], " B": [2]}.get(text)
             return {"input_ids": ids or [ord(c) % 250 for c in text]}
@@ -139,13 +139,13 @@ def test_human_pairs_get_their_weight_in_the_training_examples():
     )
     verifier = PairItem("e/Env-v0", "u", chain("u", 2, 1.0), chain("u", 0, 0.0, "n"), "verifier", "s", 1.0)  # fmt: skip
     cfg = JudgeTrainConfig(max_context_tokens=100_000)
-    examples, skipped = _examples(Tok(), [human, verifier], cfg, human_weight=3.0)
+    examples, skipped = examples_of(Tok(), [human, verifier], cfg, human_weight=3.0)
     assert skipped == 0
     assert [e.weight for e in examples] == [3.0, 3.0, 1.0, 1.0]
 
 
 def test_the_pair_cap_takes_the_policys_store_first_and_keeps_the_length_balance():
-    from rankgym.trainer.judge_train_command import _cap
+    from rankgym.trainer.judge_pipeline import cap_pairs
 
     def pair(task: str, store: str, winner_longer: bool) -> PairItem:
         long, short = chain(task, 4, 1.0), chain(task, 0, 0.0, "x")
@@ -157,7 +157,7 @@ def test_the_pair_cap_takes_the_policys_store_first_and_keeps_the_length_balance
     scripted = [pair(f"s{k}", "scripted.db", True) for k in range(20)]
     scripted += [pair(f"t{k}", "scripted.db", False) for k in range(6)]
     policy = [pair(f"p{k}", "grpo.db", k % 2 == 0) for k in range(4)]
-    capped = _cap(scripted + policy, 12, seed=0, prefer={"grpo.db"})
+    capped = cap_pairs(scripted + policy, 12, seed=0, prefer={"grpo.db"})
     assert len(capped) == 12 and all(p in capped for p in policy)
     assert baselines(capped)["longer_wins"] == 0.5
-    assert baselines(_cap(scripted + policy, 12, seed=0))["longer_wins"] == 0.5
+    assert baselines(cap_pairs(scripted + policy, 12, seed=0))["longer_wins"] == 0.5

@@ -131,3 +131,39 @@ def test_compare_only_reuses_cached_judgements_of_the_held_out_pairs(trained):
     report = json.loads((out / "comparison-only.json").read_text())
     assert report["judges"] == summary["comparison"]["judges"]
     assert main(["judge-train", "--out", str(out / "none"), "--compare-only"]) == 2
+
+
+def test_the_commands_default_flags_make_the_library_jobs_defaults():
+    import argparse
+
+    from rankgym.trainer import judge_train_command as jtc
+    from rankgym.trainer.judge_pipeline import JudgeTrainJob
+
+    p = argparse.ArgumentParser()
+    jtc.JUDGE_TRAIN.add_arguments(p)
+    assert jtc._job(p.parse_args(["--out", "o"])) == JudgeTrainJob(Path("o"))
+
+
+def test_judge_training_runs_as_a_library_call_without_argparse(tmp_path: Path):
+    from rankgym.trainer.judge_pipeline import JudgeTrainJob, run_judge_train
+    from rankgym.trainer.judge_train import JudgeTrainConfig
+
+    base = save_tiny_model(tmp_path / "tiny")
+    store = _store(tmp_path / "s.db")
+    train = JudgeTrainConfig(samples=2, reason_tokens=0, epochs=1, batch_size=4)
+    job = JudgeTrainJob(tmp_path / "out", stores=[str(store)], base=str(base), train=train,
+                        max_train_pairs=4, max_heldout_pairs=2, compare=False)  # fmt: skip
+    summary = run_judge_train(job)
+    assert summary["judge"] == f"local/smollm2@{tmp_path / 'out' / 'adapter'}"
+    assert summary["train_pairs"] == 4 and "comparison" not in summary
+    assert json.loads((tmp_path / "out" / "report.json").read_text())["judge"] == summary["judge"]
+
+
+def test_a_job_without_any_labels_is_a_one_line_error(tmp_path: Path):
+    from rankgym.errors import UserError
+    from rankgym.trainer.judge_pipeline import JudgeTrainJob, run_judge_train
+
+    with pytest.raises(UserError, match="pass at least one --store"):
+        run_judge_train(JudgeTrainJob(tmp_path / "out"))
+    with pytest.raises(UserError, match=r"store '.*nope.db' does not exist"):
+        run_judge_train(JudgeTrainJob(tmp_path / "out", stores=[str(tmp_path / "nope.db")]))

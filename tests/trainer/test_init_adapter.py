@@ -107,7 +107,7 @@ def test_sft_says_when_it_stopped_on_its_time_cap(
 
 
 def test_judge_train_says_when_it_stopped_on_its_time_cap() -> None:
-    from rankgym.trainer.judge_train_command import time_cap_line
+    from rankgym.trainer.judge_pipeline import time_cap_line
 
     line = time_cap_line({"max_train_seconds": 90.0, "train_steps": 7, "planned_steps": 40})
     assert (

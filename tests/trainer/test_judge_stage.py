@@ -85,7 +85,7 @@ def test_a_resumed_run_reuses_the_trained_judge(run, monkeypatch):
     from rankgym.trainer import judge_stage
 
     t, root = run
-    monkeypatch.setattr(judge_stage, "_run", None, raising=False)  # training again would fail
+    monkeypatch.setattr(judge_stage, "run_judge_train", None)  # training again would fail
     again = judge_stage.run_judge_train_stage(t.cfg, root / "run" / "sft", root / "run", reuse=True)
     assert again["judge"] == t.judge_train["judge"]
 
