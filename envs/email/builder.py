@@ -18,7 +18,7 @@ from typing import TypeVar
 
 from rankgym.envs.email import vocab as V
 from rankgym.envs.email.templates import GREETINGS, NOTES, SIGNOFFS, fmt_money, header_date
-from rankgym.envs.email.types import N_DAYS, START, WEEKDAYS, Person
+from rankgym.envs.email.types import N_DAYS, START, WEEKDAYS, Person, Question
 
 T = TypeVar("T")
 
@@ -40,18 +40,12 @@ class Draft:
 
 @dataclass
 class QDraft:
-    """A question before ids are assigned; ``source`` and ``distractors`` are drafts."""
+    """A question before email ids are assigned: ``question.id``, ``source_id`` and
+    ``distractor_ids`` are empty until the generator numbers ``source`` and ``distractors``."""
 
-    qtype: str
-    scenario: str
-    question: str
-    answer: str
-    answer_kind: str
+    question: Question
     source: Draft
-    key_terms: tuple[str, ...]
-    keywords: tuple[str, ...]
     distractors: list[Draft]
-    aliases: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -245,13 +239,15 @@ class Builder:
         return [fact, *extras]
 
     def one_of(
-        self, kind: str, who: str, pool: Sequence[str], n_alternatives: int
-    ) -> tuple[str, list | None]:
-        """A random thing of ``pool`` for ``who`` and its :meth:`identities` (``None`` when taken),
-        the alternatives being ``who`` with ``n_alternatives`` other things of the pool."""
+        self, kind: str, people: Sequence[Person], pool: Sequence[str], n_alternatives: int
+    ) -> tuple[Person, str, list | None]:
+        """One of ``people``, a random thing of ``pool`` for them, and its :meth:`identities`
+        (``None`` when taken), the alternatives being the same person with ``n_alternatives``
+        other things of the pool (drawn in that order)."""
+        who = self.rng.choice(people)
         thing = self.rng.choice(pool)
-        alts = [(who, t) for t in self.rng.sample(pool, n_alternatives)]
-        return thing, self.identities(kind, (who, thing), alts)
+        alts = [(who.name, t) for t in self.rng.sample(pool, n_alternatives)]
+        return who, thing, self.identities(kind, (who.name, thing), alts)
 
     def unique(self, make: Callable[[], str]) -> str:
         for _ in range(10_000):
@@ -364,8 +360,8 @@ class Builder:
         return slots
 
     def question(self, q: QDraft) -> None:
-        for term in q.key_terms:
-            assert term.lower() in q.question.lower(), (term, q.question)
+        for term in q.question.key_terms:
+            assert term.lower() in q.question.question.lower(), (term, q.question.question)
         self.questions.append(q)
 
     def ask(
@@ -383,10 +379,13 @@ class Builder:
         """Add the question whose source is ``group[0]`` (the fact) and whose distractors are
         the rest of ``group``; returns True, so a scenario can end with ``return b.ask(...)``."""
         fact, *distractors = group
-        self.question(QDraft(
-            qtype, scenario, question, answer, answer_kind, fact, key_terms, keywords,
-            distractors, aliases,
-        ))  # fmt: skip
+        q = Question(
+            id="", inbox_id=self.inbox_id, split=self.split, qtype=qtype, scenario=scenario,
+            question=question, answer=answer, answer_kind=answer_kind, aliases=aliases,
+            source_id="", sender_email=fact.sender.email, key_terms=key_terms,
+            keywords=tuple(w.lower() for w in keywords), distractor_ids=(),
+        )  # fmt: skip
+        self.question(QDraft(q, fact, distractors))
         return True
 
     def note(

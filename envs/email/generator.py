@@ -35,6 +35,7 @@ inbox from them and re-exports the data types.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 from rankgym.envs.email import noise
@@ -91,15 +92,11 @@ def build(b: Builder) -> Inbox:
             to=tuple(p.address for p in d.to), cc=tuple(p.address for p in d.cc),
             date=f"{d.when:%Y-%m-%d %H:%M}", subject=d.subject, body=d.body, kind=d.kind,
         ))  # fmt: skip
-    questions = []
-    for k, q in enumerate(b.questions):
-        questions.append(Question(
-            id=f"{b.inbox_id}-q{k:03d}", inbox_id=b.inbox_id, split=b.split, qtype=q.qtype,
-            scenario=q.scenario, question=q.question, answer=q.answer, answer_kind=q.answer_kind,
-            aliases=q.aliases, source_id=ids[q.source.seq], sender_email=q.source.sender.email,
-            key_terms=q.key_terms, keywords=tuple(w.lower() for w in q.keywords),
-            distractor_ids=tuple(ids[d.seq] for d in q.distractors),
-        ))  # fmt: skip
+    questions = [
+        replace(q.question, id=f"{b.inbox_id}-q{k:03d}", source_id=ids[q.source.seq],
+                distractor_ids=tuple(ids[d.seq] for d in q.distractors))
+        for k, q in enumerate(b.questions)
+    ]  # fmt: skip
     last = max(d.when for d in b.drafts)
     today = (last + timedelta(days=1)).strftime("%Y-%m-%d")
     return Inbox(b.inbox_id, b.split, b.owner, today, emails, questions)

@@ -75,14 +75,21 @@ CREATE TABLE questions (
 """
 
 
+def generator_files() -> list[Path]:
+    """Every module and data file of ``rankgym.envs.email`` (``*.py``, and ``facts.toml``, the
+    words of the fact scenarios), sorted: what :data:`GENERATOR_KEY` hashes."""
+    here = Path(__file__).parent
+    return sorted(p for p in here.iterdir() if p.suffix in (".py", ".toml"))
+
+
 def _fingerprint() -> str:
-    """Hash of every module of ``rankgym.envs.email``: any edit invalidates cached inboxes.
+    """Hash of every file of ``generator_files()``: any edit invalidates cached inboxes.
 
     The whole package, not a list of generator modules, so a new or split module cannot be
     missed; editing the env or reward also rebuilds the cache (cheap, and never stale).
     """
     h = hashlib.sha256()
-    for path in sorted(Path(__file__).parent.glob("*.py")):
+    for path in generator_files():
         h.update(path.name.encode() + b"\0" + path.read_bytes())
     return h.hexdigest()[:10]
 

@@ -1,26 +1,29 @@
 """The 16 fact scenarios: each adds one fact email, its distractors and one question.
 
-Import path: ``rankgym.envs.email.scenarios``. A scenario is a function of a ``Builder``; it
+Import path: ``rankgym.envs.email.scenarios``. A scenario is a callable of a ``Builder``; it
 returns False (and adds nothing) when it cannot reserve an unused identity, and the builder
 moves on. ``SCENARIOS`` is the order the builder runs them in: changing the order, or any
 random draw inside a scenario, changes every generated inbox (bump ``GENERATOR_VERSION``).
 This module holds the facts that come from outside the company (vendors, partners,
 contractors, friends, airlines, hotels, couriers); ``scenarios_office`` those from colleagues.
 
-Most scenarios write their emails through ``Builder.fact_group``: variant 0 is the fact, the
-others are near-duplicates from the same sender with other facts; each letter is a
-``Builder.note`` and every scenario ends with ``return b.ask(...)`` (the question over the group). The ones that need threads
-(``expense``, ``meeting_moved``) or differently shaped distractors (``flight``) add emails
-directly. Not covered: facts spread across several emails, or questions with no answer.
+Most scenarios are rows of ``facts.FactScenario``: the words as templates, and two small
+functions of random draws, ``pick`` (the fact's identity and its distractors') and ``letter``
+(one email's values, in the order the words use them). The ones that need threads
+(``expense``, ``meeting_moved``) or differently shaped distractors (``flight``) are functions
+that add emails directly. Not covered: facts spread across several emails, or questions with
+no answer.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
+from typing import Any
 
 from rankgym.envs.email import vocab as V
-from rankgym.envs.email.builder import Builder, Draft, Letter
+from rankgym.envs.email.builder import Builder, Draft
+from rankgym.envs.email.facts import FactScenario, Slots
 from rankgym.envs.email.scenarios_office import (
     deadline,
     expense,
@@ -35,9 +38,11 @@ from rankgym.envs.email.templates import fmt_day, fmt_time
 from rankgym.envs.email.types import MONTHS, N_DAYS
 
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+DIGITS = "0123456789"
+Picked = tuple[Slots, Sequence[Any] | None]
 
 
-def invoice(b: Builder) -> bool:
+def _invoice_pick(b: Builder) -> Picked:
     rng = b.rng
     vendor, billing, services = rng.choice(b.vendors)
     (service, lo, hi) = rng.choice(services)
@@ -48,70 +53,39 @@ def invoice(b: Builder) -> bool:
     ]
     rng.shuffle(alts)
     variants = b.identities("invoice", (service, month), alts, n_extra=2)
-    if variants is None:
-        return False
-
-    def write(k: int, variant: tuple[str, int]) -> Letter:
-        svc, m = variant
-        lo_, hi_ = (
-            (lo, hi) if svc == service else next((x, y) for s_, x, y in services if s_ == svc)
-        )
-        amount = b.amount(lo_, hi_)
-        inv = b.code("INV-", "0123456789", 5)
-        when = b.work_time(datetime(2024, m + 1, rng.randint(1, 9)))
-        due = when + timedelta(days=30)
-        subject = rng.choice(
-            (
-                f"Invoice {inv} - {svc} - {MONTHS[m - 1]} 2024",
-                f"{vendor} invoice {inv} ({svc}, {MONTHS[m - 1]} 2024)",
-            )
-        )
-        return b.note(
-            billing, when, subject,
-            f"Please find attached {vendor} invoice {inv} for {svc} provided to {b.org} during {MONTHS[m - 1]} 2024.",
-            f"The total amount due is {amount}, payable by {fmt_day(due, rng.randint(0, 2), year=True)} to the account on file. "
-            "Please quote the invoice number with your payment.",
-            "If you have any questions about this invoice, just reply to this email.",
-            answer=amount,
-        )  # fmt: skip
-
-    drafts, answer = b.fact_group(variants, write)
-    m = MONTHS[month - 1]
     short = vendor.split(" ")[0]
-    return b.ask(
-        drafts, "how much", "invoice",
-        rng.choice((f"How much did {vendor} invoice us for {service} for {m} 2024?",
-                    f"What was the total on {vendor}'s invoice for {service} in {m} 2024?")),
-        answer, "amount", (vendor, service, m), (short, *service.split(" "), m),
-    )  # fmt: skip
+    return {"sender": billing, "vendor": vendor, "short": short, "service": service,
+            "month": MONTHS[month - 1], "prices": services}, variants  # fmt: skip
 
 
-def quote(b: Builder) -> bool:
-    rng = b.rng
-    contractor = rng.choice(b.contractors)
-    job, picked = b.one_of("quote", contractor.name, V.HOME_JOBS, 6)
-    if picked is None:
-        return False
+def _invoice_letter(b: Builder, s: Slots, k: int, variant: tuple[str, int]) -> Slots:
+    service, m = variant
+    lo, hi = next((lo, hi) for name, lo, hi in s["prices"] if name == service)
+    amount = b.amount(lo, hi)
+    invoice = b.code("INV-", DIGITS, 5)
+    when = b.work_time(datetime(2024, m + 1, b.rng.randint(1, 9)))
+    due = when + timedelta(days=30)
+    return {"this_service": service, "this_month": MONTHS[m - 1], "amount": amount,
+            "inv": invoice, "when": when,
+            "due": tuple(fmt_day(due, style, year=True) for style in range(3))}  # fmt: skip
 
-    def write(k: int, variant: tuple[str, str]) -> Letter:
-        j = variant[1]
-        amount = b.amount(350, 9500)
-        when = b.any_time(b.day())
-        return b.note(
-            contractor, when, f"Quote for {j}",
-            f"Thanks for having me round to look at the {j}.",
-            rng.choice((f"My quote for the {j} comes to {amount}, including materials and VAT.",
-                        f"For the {j} I can do it for {amount} all in (labour and materials).")),
-            f"I could start {rng.choice(('next Monday', 'in two weeks', 'early next month'))}. The quote is valid for 30 days.",
-            answer=amount,
-        )  # fmt: skip
 
-    drafts, answer = b.fact_group(picked, write)
-    question = f"How much did {contractor.name} quote for the {job}?"
-    terms = (contractor.name, job)
-    return b.ask(
-        drafts, "how much", "quote", question, answer, "amount", terms, (*job.split(" "), "quote")
-    )
+invoice = FactScenario("invoice", _invoice_pick, _invoice_letter)
+
+
+def _quote_pick(b: Builder) -> Picked:
+    contractor, job, picked = b.one_of("quote", b.contractors, V.HOME_JOBS, 6)
+    return {"sender": contractor, "contractor": contractor.name, "job": job}, picked
+
+
+def _quote_letter(b: Builder, s: Slots, k: int, variant: tuple[str, str]) -> Slots:
+    amount = b.amount(350, 9500)
+    when = b.any_time(b.day())
+    start = ("next Monday", "in two weeks", "early next month")
+    return {"this_job": variant[1], "amount": amount, "when": when, "start": start}
+
+
+quote = FactScenario("quote", _quote_pick, _quote_letter)
 
 
 def meeting_moved(b: Builder) -> bool:
@@ -218,124 +192,88 @@ def flight(b: Builder) -> bool:
     return b.ask(group, "what", "flight_ref", question, ref, "code", (route,), keywords)
 
 
-def dinner(b: Builder) -> bool:
+def _dinner_pick(b: Builder) -> Picked:
+    friend, occasion, picked = b.one_of("dinner", b.friends, V.OCCASIONS, 5)
+    words = occasion.replace("'s", "")
+    return {"sender": friend, "friend": friend.name, "occasion": occasion,
+            "occasion_words": words}, picked  # fmt: skip
+
+
+def _dinner_letter(b: Builder, s: Slots, k: int, variant: tuple[str, str]) -> Slots:
     rng = b.rng
-    friend = rng.choice(b.friends)
-    occasion, picked = b.one_of("dinner", friend.name, V.OCCASIONS, 5)
-    if picked is None:
-        return False
-
-    def write(k: int, variant: tuple[str, str]) -> Letter:
-        occ = variant[1]
-        restaurant = b.unique(lambda: rng.choice(V.RESTAURANTS))
-        when = b.any_time(b.day())
-        t = when + timedelta(days=rng.randint(2, 12))
-        return b.note(
-            friend, when, f"Dinner for {occ}",
-            f"I've booked a table at {restaurant} for {occ}, {fmt_day(t, rng.randint(0, 3))} at {rng.choice(('7', '7:30', '8'))}pm.",
-            rng.choice(("Let me know if you're bringing anyone!", "Can't wait - it's been too long.")),
-            answer=restaurant,
-        )  # fmt: skip
-
-    drafts, answer = b.fact_group(picked, write)
-    question = f"Which restaurant did {friend.name} book for {occasion}?"
-    keywords = (*occasion.replace("'s", "").split(" "), "table")
-    return b.ask(
-        drafts, "where", "dinner", question, answer, "text", (friend.name, occasion), keywords
-    )
+    restaurant = b.unique(lambda: rng.choice(V.RESTAURANTS))
+    when = b.any_time(b.day())
+    t = when + timedelta(days=rng.randint(2, 12))
+    day = fmt_day(t, rng.randint(0, 3))
+    hour = rng.choice(("7", "7:30", "8"))
+    return {"this_occasion": variant[1], "restaurant": restaurant, "when": when, "day": day,
+            "hour": hour}  # fmt: skip
 
 
-def parcel(b: Builder) -> bool:
+dinner = FactScenario("dinner", _dinner_pick, _dinner_letter)
+
+
+def _parcel_pick(b: Builder) -> Picked:
     rng = b.rng
     shop = rng.choice(V.SHOPS)
     picked = b.identities("parcel", (shop,), [(s,) for s in rng.sample(V.SHOPS, len(V.SHOPS))])
     if picked is None:
-        return False
+        return {}, None
     points = rng.sample(V.PICKUP_POINTS, len(picked))
-
-    def write(k: int, variant: tuple[str]) -> Letter:
-        s = variant[0]
-        when = b.any_time(b.day())
-        track = b.code("PP", "0123456789", 9)
-        body = (
-            f"Hello {b.owner.first},\n\nYour parcel from {s} (tracking number {track}) is ready for collection at "
-            f"{points[k]}. Please bring photo ID. We'll keep it for 7 days.\n\n{b.courier.name}"
-        )
-        return Letter(b.courier, when, f"Your {s} parcel is ready for collection", body)
-
-    drafts, _ = b.fact_group(picked, write)
-    p = points[0]
-    answer = p[4:] if p.startswith("the ") else p
-    question = f"Where can I collect my parcel from {shop}?"
-    keywords = (*shop.replace("&", "").split(), "collection")
-    return b.ask(drafts, "where", "parcel", question, answer, "text", (shop, "collect"), keywords)
+    place = points[0][4:] if points[0].startswith("the ") else points[0]
+    return {"sender": b.courier, "shop": shop, "shop_words": shop.replace("&", ""),
+            "points": points, "place": place}, picked  # fmt: skip
 
 
-def hotel(b: Builder) -> bool:
+def _parcel_letter(b: Builder, s: Slots, k: int, variant: tuple[str]) -> Slots:
+    when = b.any_time(b.day())
+    track = b.code("PP", DIGITS, 9)
+    return {"this_shop": variant[0], "when": when, "track": track, "point": s["points"][k]}
+
+
+parcel = FactScenario("parcel", _parcel_pick, _parcel_letter)
+
+
+def _hotel_pick(b: Builder) -> Picked:
+    city = b.rng.choice(V.CITIES)
+    picked = b.identities("hotel", (city,), [(c,) for c in b.rng.sample(V.CITIES, 6)])
+    return {"sender": b.hotels, "city": city}, picked
+
+
+def _hotel_letter(b: Builder, s: Slots, k: int, variant: tuple[str]) -> Slots:
     rng = b.rng
-    city = rng.choice(V.CITIES)
-    picked = b.identities("hotel", (city,), [(c,) for c in rng.sample(V.CITIES, 6)])
-    if picked is None:
-        return False
-    hotels: list[str] = []
-
-    def write(k: int, variant: tuple[str]) -> Letter:
-        c = variant[0]
-        name = b.unique(lambda: f"{rng.choice(V.VENUE_PREFIXES)} Hotel")
-        hotels.append(name)
-        conf = b.code("", "0123456789", 10)
-        when = b.any_time(b.day(0, N_DAYS - 20))
-        arrive = when + timedelta(days=rng.randint(5, 40))
-        body = (
-            f"Dear {b.owner.name},\n\nYour booking at the {name}, {c} is confirmed.\n\n"
-            f"Confirmation number: {conf}\nCheck-in: {fmt_day(arrive, 2, year=True)}, from 15:00\n"
-            f"Nights: {rng.randint(1, 4)}\n\nFree cancellation until 48 hours before arrival.\n\n{b.hotels.name}"
-        )
-        return Letter(b.hotels, when, f"Your booking at the {name}, {c} is confirmed", body, conf)
-
-    drafts, answer = b.fact_group(picked, write)
-    hotel0 = hotels[0]
-    question = f"What is the confirmation number for my stay at the {hotel0} in {city}?"
-    return b.ask(
-        drafts,
-        "what",
-        "hotel",
-        question,
-        answer,
-        "code",
-        (hotel0, city),
-        (*hotel0.split(" "), city),
-    )
+    name = b.unique(lambda: f"{rng.choice(V.VENUE_PREFIXES)} Hotel")
+    conf = b.code("", DIGITS, 10)
+    when = b.any_time(b.day(0, N_DAYS - 20))
+    arrive = when + timedelta(days=rng.randint(5, 40))
+    check_in = fmt_day(arrive, 2, year=True)
+    return {"this_city": variant[0], "hotel": name, "conf": conf, "when": when,
+            "check_in": check_in, "nights": rng.randint(1, 4)}  # fmt: skip
 
 
-def po(b: Builder) -> bool:
+hotel = FactScenario("hotel", _hotel_pick, _hotel_letter)
+
+
+def _po_pick(b: Builder) -> Picked:
     rng = b.rng
     vendor, _, services = rng.choice(b.vendors)
     service = rng.choice(services)[0]
     alts = [(v, s[0]) for v, _, ss in b.vendors for s in ss]
     rng.shuffle(alts)
     variants = b.identities("po", (vendor, service), alts)
-    if variants is None:
-        return False
+    short = vendor.split(" ")[0]
+    return {"sender": b.procurement, "vendor": vendor, "short": short,
+            "service": service}, variants  # fmt: skip
 
-    def write(k: int, variant: tuple[str, str]) -> Letter:
-        v, s = variant
-        number = b.code("PO-", "0123456789", 6)
-        when = b.work_time(b.day())
-        return b.note(
-            b.procurement, when, f"PO approved: {v} - {s}",
-            f"The purchase order for {v} ({s}) has been approved. The PO number is {number}.",
-            "Please pass it on to the vendor so it appears on their invoices.",
-            answer=number,
-        )  # fmt: skip
 
-    drafts, answer = b.fact_group(variants, write)
-    question = f"What is the purchase order number for {vendor} ({service})?"
-    keywords = (vendor.split(" ")[0], *service.split(" "), "PO")
-    aliases = (answer.removeprefix("PO-"),)
-    return b.ask(
-        drafts, "what", "po", question, answer, "code", (vendor, service), keywords, aliases
-    )
+def _po_letter(b: Builder, s: Slots, k: int, variant: tuple[str, str]) -> Slots:
+    number = b.code("PO-", DIGITS, 6)
+    when = b.work_time(b.day())
+    return {"this_vendor": variant[0], "this_service": variant[1], "number": number,
+            "digits": number.removeprefix("PO-"), "when": when}  # fmt: skip
+
+
+po = FactScenario("po", _po_pick, _po_letter)
 
 
 Scenario = Callable[[Builder], bool]

@@ -2,20 +2,25 @@
 presenters, leave cover, new starters, office Wi-Fi, expense approvals.
 
 Import path: ``rankgym.envs.email.scenarios_office``. Same contract as ``scenarios.py`` (which
-lists every scenario, in order, in ``SCENARIOS``): a function of a ``Builder`` that returns
-False, adding nothing, when it cannot reserve an unused identity.
+lists every scenario, in order, in ``SCENARIOS``): a callable of a ``Builder`` that returns
+False, adding nothing, when it cannot reserve an unused identity. All but ``expense`` (a thread
+of submission and approval) are ``facts.FactScenario`` rows.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import timedelta
+from typing import Any
 
 from rankgym.envs.email import vocab as V
-from rankgym.envs.email.builder import Builder, Draft, Letter
+from rankgym.envs.email.builder import Builder, Draft
+from rankgym.envs.email.facts import FactScenario, Slots
 from rankgym.envs.email.templates import FLOORS, ROOMS, fmt_day, fmt_time
-from rankgym.envs.email.types import MONTHS, N_DAYS, START
+from rankgym.envs.email.types import MONTHS, N_DAYS
 
 WIFI_WORDS = ("harbor", "copper", "maple", "falcon", "orbit", "pepper", "quartz", "tango", "violet", "walnut")  # fmt: skip
+Picked = tuple[Slots, Sequence[Any] | None]
 
 
 def expense(b: Builder) -> bool:
@@ -54,7 +59,7 @@ def expense(b: Builder) -> bool:
     return b.ask(drafts, "how much", "expense", question, answer, "amount", terms, keywords)
 
 
-def deadline(b: Builder) -> bool:
+def _deadline_pick(b: Builder) -> Picked:
     rng = b.rng
     project = rng.choice(V.PROJECTS)
     deliverable = rng.choice(V.DELIVERABLES)
@@ -64,35 +69,25 @@ def deadline(b: Builder) -> bool:
     rng.shuffle(alts)
     variants = b.identities("deadline", (project, deliverable), alts, n_extra=2)
     if variants is None:
-        return False
+        return {}, None
     style = rng.randint(0, 3)
-    first_due = START
+    return {"sender": b.manager, "project": project, "deliverable": deliverable,
+            "style": style}, variants  # fmt: skip
 
-    def write(k: int, variant: tuple[str, str]) -> Letter:
-        nonlocal first_due
-        p, d = variant
-        when = b.work_time(b.day(0, N_DAYS - 20))
+
+def _deadline_letter(b: Builder, s: Slots, k: int, variant: tuple[str, str]) -> Slots:
+    when = b.work_time(b.day(0, N_DAYS - 20))
+    due = b.slot(when, 5, 30)
+    while k > 0 and due.date() == s["due"].date():  # never the fact's date
         due = b.slot(when, 5, 30)
-        while k > 0 and due.date() == first_due.date():
-            due = b.slot(when, 5, 30)
-        if k == 0:
-            first_due = due
-        return b.note(
-            b.manager, when, f"Project {p}: {d}",
-            rng.choice((f"Please have the {d} for Project {p} ready by {fmt_day(due, style)}.",
-                        f"Heads-up: the {d} for Project {p} is due on {fmt_day(due, style)}.")),
-            rng.choice(("Leadership wants to review it the week after, so there's not much slack.",
-                        "Shout early if that looks tight and we'll find help.")),
-            answer=f"{due:%Y-%m-%d}",
-        )  # fmt: skip
-
-    drafts, answer = b.fact_group(variants, write)
-    question = f"When is the {deliverable} for Project {project} due?"
-    terms, keywords = (deliverable, f"Project {project}"), (project, *deliverable.split(" "))
-    return b.ask(drafts, "when", "deadline", question, answer, "date", terms, keywords)
+    return {"this_project": variant[0], "this_deliverable": variant[1], "when": when,
+            "due": due, "due_day": fmt_day(due, s["style"])}  # fmt: skip
 
 
-def offsite(b: Builder) -> bool:
+deadline = FactScenario("deadline", _deadline_pick, _deadline_letter)
+
+
+def _offsite_pick(b: Builder) -> Picked:
     rng = b.rng
     team = rng.choice(V.TEAMS)
     month = rng.randint(3, 9)
@@ -101,174 +96,118 @@ def offsite(b: Builder) -> bool:
     ]
     rng.shuffle(alts)
     variants = b.identities("offsite", (team, month), alts, n_extra=2)
-    if variants is None:
-        return False
-
-    def write(k: int, variant: tuple[str, int]) -> Letter:
-        t, m = variant
-        venue = b.unique(lambda: f"{rng.choice(V.VENUE_PREFIXES)} {rng.choice(V.VENUE_KINDS)}")
-        city = rng.choice(V.CITIES)
-        when = b.work_time_in(max(1, m - 2), 25, spill_days=10)
-        d1 = rng.randint(3, 24)
-        return b.note(
-            b.office, when, f"{t} team offsite in {MONTHS[m - 1]}: venue booked",
-            f"Good news: we've booked the {venue} in {city} for the {t} team offsite on {d1}-{d1 + 2} {MONTHS[m - 1]}.",
-            "Travel details and the agenda will follow. Please flag any dietary requirements by the end of next week.",
-            answer=venue,
-        )  # fmt: skip
-
-    drafts, answer = b.fact_group(variants, write)
-    mname = MONTHS[month - 1]
-    question = f"Where is the {team} team offsite in {mname} being held (which venue)?"
-    terms, keywords = (f"{team} team offsite", mname), (team, "offsite", mname)
-    return b.ask(drafts, "where", "offsite", question, answer, "text", terms, keywords)
+    return {"sender": b.office, "team": team, "month": MONTHS[month - 1]}, variants
 
 
-def interview(b: Builder) -> bool:
+def _offsite_letter(b: Builder, s: Slots, k: int, variant: tuple[str, int]) -> Slots:
     rng = b.rng
-    role = rng.choice(V.ROLES)
-    candidates = [b.person_name() for _ in range(2)]
-    rooms = rng.sample(ROOMS, 2)
-
-    def write(k: int, cand: str) -> Letter:
-        when = b.work_time(b.day(0, N_DAYS - 15))
-        t = b.slot(when, 2, 10)
-        return b.note(
-            b.recruiter, when, f"Interview: {cand} ({role})",
-            f"{cand}'s onsite interview for the {role} role is on {fmt_day(t, rng.randint(0, 3))} at {fmt_time(t, rng.randint(0, 2))} "
-            f"in the {rooms[k]} room ({rng.choice(FLOORS)} floor).",
-            "You're on the panel for the second round. The CV and scorecard are in the hiring folder.",
-        )  # fmt: skip
-
-    drafts, _ = b.fact_group(candidates, write)
-    cand = candidates[0]
-    question = f"In which room is {cand}'s interview for the {role} role?"
-    keywords = (*cand.split(" "), "interview", *role.split(" "))
-    return b.ask(
-        drafts,
-        "where",
-        "interview",
-        question,
-        f"{rooms[0]} room",
-        "text",
-        (cand,),
-        keywords,
-        (rooms[0],),
-    )
-
-
-def presenter(b: Builder) -> bool:
-    rng = b.rng
-    month = rng.randint(1, 7)
-    picked = b.identities("allhands", (month,), [(m,) for m in rng.sample(range(1, 8), 7)])
-    if picked is None:
-        return False
-    topic = rng.choice(V.TOPICS)
-    first = ""  # the fact's presenter: no distractor names them
-
-    def write(k: int, variant: tuple[int]) -> Letter:
-        nonlocal first
-        m = variant[0]
-        topics = [topic] + rng.sample([t for t in V.TOPICS if t != topic], 2)
-        rng.shuffle(topics)
-        pool = b.peers if k == 0 else [p for p in b.peers if p.name != first]
-        presenters = rng.sample(pool, 3)
-        when = b.work_time_in(m, 12, spill_days=5)
-        agenda = "\n".join(
-            f"{i + 2}. {tp.capitalize()} update - {pr.name}"
-            for i, (tp, pr) in enumerate(zip(topics, presenters, strict=True))
-        )
-        first = first or presenters[topics.index(topic)].name
-        return b.note(
-            b.manager, when, f"{MONTHS[m - 1]} all-hands: agenda",
-            f"Here is the agenda for the {MONTHS[m - 1]} all-hands:\n\n1. Welcome - {b.manager.name}\n{agenda}\n5. Q&A",
-            "Presenters: please send me your slides two days before.",
-            answer=first,
-        )  # fmt: skip
-
-    drafts, answer = b.fact_group(picked, write)
-    mname = MONTHS[month - 1]
-    question = f"Who is presenting the {topic} update at the {mname} all-hands?"
-    terms, keywords = (topic, f"{mname} all-hands"), (mname, "all-hands", "agenda")
-    return b.ask(drafts, "who", "presenter", question, answer, "text", terms, keywords)
-
-
-def handover(b: Builder) -> bool:
-    rng = b.rng
-    sender = rng.choice(b.peers)
-    project, picked = b.one_of("handover", sender.name, V.PROJECTS, 5)
-    if picked is None:
-        return False
-    first = ""  # the fact's cover: no distractor names them
-
-    def write(k: int, variant: tuple[str, str]) -> Letter:
-        nonlocal first
-        p = variant[1]
-        cover = rng.choice([c for c in b.peers if c != sender and (k == 0 or c.name != first)])
-        when = b.work_time(b.day())
-        leave = when + timedelta(days=rng.randint(3, 20))
-        first = first or cover.name
-        return b.note(
-            sender, when, f"Out of office: cover for Project {p}",
-            f"I'm on leave from {fmt_day(leave, 2)} for two weeks. While I'm away, {cover.name} will cover Project {p}.",
-            "Everything is in the project tracker; anything urgent can go to my manager.",
-            answer=cover.name,
-        )  # fmt: skip
-
-    drafts, answer = b.fact_group(picked, write)
-    question = f"Who will cover Project {project} while {sender.name} is on leave?"
-    terms, keywords = (f"Project {project}", sender.name, "leave"), (project, "leave", "cover")
-    return b.ask(drafts, "who", "handover", question, answer, "text", terms, keywords)
-
-
-def new_hire(b: Builder) -> bool:
-    rng = b.rng
-    team = rng.choice(V.TEAMS)
-    role = rng.choice(V.ROLES)
-    variants = b.identities("hire", (team, role), [(t, role) for t in rng.sample(V.TEAMS, 4)])
-    if variants is None:
-        return False
-
-    def write(k: int, variant: tuple[str, str]) -> Letter:
-        t, r = variant
-        hire = b.person_name()
-        when = b.work_time(b.day())
-        start = b.slot(when, 7, 30)
-        return b.note(
-            b.recruiter, when, f"New starter: {r}, {t} team",
-            f"Happy to share that {hire} has accepted our offer and joins the {t} team as {r} on {fmt_day(start, rng.randint(0, 3))}.",
-            "Please make them feel welcome - a buddy and onboarding plan will follow.",
-            answer=hire,
-        )  # fmt: skip
-
-    drafts, answer = b.fact_group(variants, write)
-    question = f"Who is joining the {team} team as {role}?"
-    terms, keywords = (f"{team} team", role), (team, *role.split(" "), "starter")
-    return b.ask(drafts, "who", "new_hire", question, answer, "text", terms, keywords)
-
-
-def wifi(b: Builder) -> bool:
-    rng = b.rng
+    team, m = variant
+    venue = b.unique(lambda: f"{rng.choice(V.VENUE_PREFIXES)} {rng.choice(V.VENUE_KINDS)}")
     city = rng.choice(V.CITIES)
-    picked = b.identities("wifi", (city,), [(c,) for c in rng.sample(V.CITIES, 6)])
+    when = b.work_time_in(max(1, m - 2), 25, spill_days=10)
+    first_day = rng.randint(3, 24)
+    return {"this_team": team, "this_month": MONTHS[m - 1], "venue": venue, "city": city,
+            "when": when, "first_day": first_day, "last_day": first_day + 2}  # fmt: skip
+
+
+offsite = FactScenario("offsite", _offsite_pick, _offsite_letter)
+
+
+def _interview_pick(b: Builder) -> Picked:
+    role = b.rng.choice(V.ROLES)
+    candidates = [b.person_name() for _ in range(2)]
+    rooms = b.rng.sample(ROOMS, 2)
+    return {"sender": b.recruiter, "role": role, "candidate": candidates[0], "rooms": rooms,
+            "room": rooms[0]}, candidates  # fmt: skip
+
+
+def _interview_letter(b: Builder, s: Slots, k: int, candidate: str) -> Slots:
+    rng = b.rng
+    when = b.work_time(b.day(0, N_DAYS - 15))
+    t = b.slot(when, 2, 10)
+    day, time = fmt_day(t, rng.randint(0, 3)), fmt_time(t, rng.randint(0, 2))
+    return {"this_candidate": candidate, "when": when, "day": day, "time": time,
+            "this_room": s["rooms"][k], "floor": rng.choice(FLOORS)}  # fmt: skip
+
+
+interview = FactScenario("interview", _interview_pick, _interview_letter)
+
+
+def _presenter_pick(b: Builder) -> Picked:
+    month = b.rng.randint(1, 7)
+    picked = b.identities("allhands", (month,), [(m,) for m in b.rng.sample(range(1, 8), 7)])
     if picked is None:
-        return False
+        return {}, None
+    topic = b.rng.choice(V.TOPICS)
+    return {"sender": b.manager, "topic": topic, "month": MONTHS[month - 1]}, picked
 
-    def write(k: int, variant: tuple[str]) -> Letter:
-        c = variant[0]
-        w = WIFI_WORDS
-        pw = b.unique(
-            lambda: f"{rng.choice(w).capitalize()}-{rng.randint(1000, 9999)}-{rng.choice(w)}"
-        )
-        when = b.work_time(b.day())
-        return b.note(
-            b.office, when, f"Guest Wi-Fi at the {c} office",
-            f"For anyone visiting the {c} office: the guest Wi-Fi network is {b.org_slug.upper()}-Guest and the password is {pw}.",
-            "Please don't share it outside the company; it rotates every quarter.",
-            answer=pw,
-        )  # fmt: skip
 
-    drafts, answer = b.fact_group(picked, write)
-    question = f"What is the guest Wi-Fi password for the {city} office?"
-    terms, keywords = (f"{city} office", "Wi-Fi"), (city, "wi-fi", "password")
-    return b.ask(drafts, "what", "wifi", question, answer, "code", terms, keywords)
+def _presenter_letter(b: Builder, s: Slots, k: int, variant: tuple[int]) -> Slots:
+    rng, topic = b.rng, s["topic"]
+    topics = [topic] + rng.sample([t for t in V.TOPICS if t != topic], 2)
+    rng.shuffle(topics)
+    # the fact's presenter: no distractor names them
+    pool = b.peers if k == 0 else [p for p in b.peers if p.name != s["presenter"]]
+    presenters = rng.sample(pool, 3)
+    when = b.work_time_in(variant[0], 12, spill_days=5)
+    agenda = "\n".join(
+        f"{i + 2}. {tp.capitalize()} update - {pr.name}"
+        for i, (tp, pr) in enumerate(zip(topics, presenters, strict=True))
+    )
+    return {"this_month": MONTHS[variant[0] - 1], "when": when, "agenda": agenda,
+            "presenter": presenters[topics.index(topic)].name}  # fmt: skip
+
+
+presenter = FactScenario("presenter", _presenter_pick, _presenter_letter)
+
+
+def _handover_pick(b: Builder) -> Picked:
+    sender, project, picked = b.one_of("handover", b.peers, V.PROJECTS, 5)
+    return {"sender": sender, "colleague": sender.name, "project": project}, picked
+
+
+def _handover_letter(b: Builder, s: Slots, k: int, variant: tuple[str, str]) -> Slots:
+    rng = b.rng
+    # the fact's cover: no distractor names them
+    others = [c for c in b.peers if c != s["sender"] and (k == 0 or c.name != s["cover"])]
+    cover = rng.choice(others)
+    when = b.work_time(b.day())
+    leave = when + timedelta(days=rng.randint(3, 20))
+    return {"this_project": variant[1], "cover": cover.name, "when": when,
+            "leave": fmt_day(leave, 2)}  # fmt: skip
+
+
+handover = FactScenario("handover", _handover_pick, _handover_letter)
+
+
+def _new_hire_pick(b: Builder) -> Picked:
+    team = b.rng.choice(V.TEAMS)
+    role = b.rng.choice(V.ROLES)
+    variants = b.identities("hire", (team, role), [(t, role) for t in b.rng.sample(V.TEAMS, 4)])
+    return {"sender": b.recruiter, "team": team, "role": role}, variants
+
+
+def _new_hire_letter(b: Builder, s: Slots, k: int, variant: tuple[str, str]) -> Slots:
+    hire = b.person_name()
+    when = b.work_time(b.day())
+    start = b.slot(when, 7, 30)
+    return {"this_team": variant[0], "this_role": variant[1], "hire": hire, "when": when,
+            "start": fmt_day(start, b.rng.randint(0, 3))}  # fmt: skip
+
+
+new_hire = FactScenario("new_hire", _new_hire_pick, _new_hire_letter)
+
+
+def _wifi_pick(b: Builder) -> Picked:
+    city = b.rng.choice(V.CITIES)
+    picked = b.identities("wifi", (city,), [(c,) for c in b.rng.sample(V.CITIES, 6)])
+    return {"sender": b.office, "city": city, "network": f"{b.org_slug.upper()}-Guest"}, picked
+
+
+def _wifi_letter(b: Builder, s: Slots, k: int, variant: tuple[str]) -> Slots:
+    rng, w = b.rng, WIFI_WORDS
+    pw = b.unique(lambda: f"{rng.choice(w).capitalize()}-{rng.randint(1000, 9999)}-{rng.choice(w)}")
+    return {"this_city": variant[0], "pw": pw, "when": b.work_time(b.day())}
+
+
+wifi = FactScenario("wifi", _wifi_pick, _wifi_letter)
