@@ -25,6 +25,7 @@ from rankgym.trainer.grpo import LossSettings, UpdateSettings
 from rankgym.types import JudgeSpec
 
 __all__ = [
+    "adamw_with_warmup",
     "check_env",
     "judge_spec",
     "lora_model",
@@ -156,17 +157,28 @@ def lora_model(cfg: TrainConfig, base: Any, init_adapter: Path | None = None) ->
     return model
 
 
-def make_optimizer(model: Any, cfg: TrainConfig) -> tuple[torch.optim.Optimizer, Any]:
-    """AdamW over the trainable (LoRA) parameters and a linear-warmup LambdaLR."""
+def adamw_with_warmup(
+    model: Any,
+    lr: float,
+    warmup_steps: int,
+    betas: tuple[float, float] = (0.9, 0.999),
+    weight_decay: float = 0.0,
+) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]:
+    """AdamW over the trainable (LoRA) parameters of ``model``, and a LambdaLR that ramps the
+    rate linearly over the first ``warmup_steps`` steps (0: the full rate from the start). GRPO
+    and the SFT warm start use it; judge training keeps a plain AdamW (no warmup)."""
     params = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(
-        params, lr=cfg.optim.lr, betas=cfg.optim.betas, weight_decay=cfg.optim.weight_decay
-    )
-    warm = cfg.optim.warmup_steps
+    optimizer = torch.optim.AdamW(params, lr=lr, betas=betas, weight_decay=weight_decay)
     scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda i: min(1.0, (i + 1) / warm) if warm else 1.0
+        optimizer, lambda i: min(1.0, (i + 1) / warmup_steps) if warmup_steps else 1.0
     )
     return optimizer, scheduler
+
+
+def make_optimizer(model: Any, cfg: TrainConfig) -> tuple[torch.optim.Optimizer, Any]:
+    """GRPO's optimizer and schedule: :func:`adamw_with_warmup` with ``[optim]``'s settings."""
+    o = cfg.optim
+    return adamw_with_warmup(model, o.lr, o.warmup_steps, o.betas, o.weight_decay)
 
 
 def update_settings(cfg: TrainConfig, max_turns: int, bf16: bool) -> UpdateSettings:

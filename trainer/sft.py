@@ -59,7 +59,7 @@ from rankgym.trainer.config import SFTSection, TrainConfig
 from rankgym.trainer.context import TrainingContext
 from rankgym.trainer.finite import check_update
 from rankgym.trainer.grpo import Sample, collate, token_logprobs, trajectory_rows
-from rankgym.trainer.setup import make_env_factory
+from rankgym.trainer.setup import adamw_with_warmup, make_env_factory
 from rankgym.trainer.sft_data import MAX_COMPLETION_TOKENS, fit_conversation, read_jsonl
 
 __all__ = [
@@ -276,10 +276,7 @@ def sft_train(
     rng = random.Random(seed)
     torch.manual_seed(seed)
     params = [p for p in model.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda i: min(1.0, (i + 1) / warmup_steps) if warmup_steps else 1.0
-    )
+    opt, sched = adamw_with_warmup(model, lr, warmup_steps)
     device = next(model.parameters()).device
     amp = (
         torch.autocast(device_type=device.type, dtype=torch.bfloat16)
