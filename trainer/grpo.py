@@ -270,6 +270,24 @@ class UpdateStats:
         return self.tokens / self.seconds if self.seconds > 0 else 0.0
 
 
+@contextlib.contextmanager
+def _lora_inputs_uncast(model: Any, autocast: bool) -> Any:
+    """Under bf16 autocast, keep peft from copying each LoRA layer's input to the adapter's fp32
+    (autocast casts it back to bf16 for the matmul: the same numbers, two copies fewer per layer
+    in forward, recompute and backward). Without autocast, peft's casting stays (it is needed
+    there). Spans forward and backward, so checkpointed layers recompute the same way."""
+    if not autocast:
+        yield
+        return
+    try:
+        from peft.helpers import disable_input_dtype_casting
+    except ImportError:  # not a peft model
+        yield
+        return
+    with disable_input_dtype_casting(model):
+        yield
+
+
 def grpo_update(
     model: Any,
     optimizer: torch.optim.Optimizer,
@@ -317,30 +335,31 @@ def grpo_update(
                 ref = [token_logprobs(model, mb, s.temperature) for mb in mbs]
     model.train()
     clip_n = clip_d = kl_sum = loss_sum = 0.0
-    for _ in range(s.num_iterations):
-        loss_sum = 0.0
-        for i, mb in enumerate(mbs):
-            with amp:
-                logp = token_logprobs(model, mb, s.temperature)
-            prev = old[i]
-            old_i = logp.detach() if prev is None else prev
-            loss, ms = grpo_loss(logp, old_i, mb, s.loss, n_traj, n_tok, ref[i])
-            loss.backward()
-            loss_sum += float(loss.detach())
-            clip_n += ms["clip_count"]
-            clip_d += ms["clip_total"]
-            kl_sum += ms["kl_sum"]
-            st.tokens += int(mb.attention_mask.sum())
-            st.completion_tokens += int(ms["tokens"])
-        params = [p for p in model.parameters() if p.requires_grad]
-        if sync_grads is not None:
-            sync_grads(params)
-        st.grad_norm = float(torch.nn.utils.clip_grad_norm_(params, s.max_grad_norm))
-        optimizer.step()
-        if scheduler is not None:
-            scheduler.step()
-        optimizer.zero_grad(set_to_none=True)
-        st.optimizer_steps += 1
+    with _lora_inputs_uncast(model, s.bf16):  # see _lora_inputs_uncast
+        for _ in range(s.num_iterations):
+            loss_sum = 0.0
+            for i, mb in enumerate(mbs):
+                with amp:
+                    logp = token_logprobs(model, mb, s.temperature)
+                prev = old[i]
+                old_i = logp.detach() if prev is None else prev
+                loss, ms = grpo_loss(logp, old_i, mb, s.loss, n_traj, n_tok, ref[i])
+                loss.backward()
+                loss_sum += float(loss.detach())
+                clip_n += ms["clip_count"]
+                clip_d += ms["clip_total"]
+                kl_sum += ms["kl_sum"]
+                st.tokens += int(mb.attention_mask.sum())
+                st.completion_tokens += int(ms["tokens"])
+            params = [p for p in model.parameters() if p.requires_grad]
+            if sync_grads is not None:
+                sync_grads(params)
+            st.grad_norm = float(torch.nn.utils.clip_grad_norm_(params, s.max_grad_norm))
+            optimizer.step()
+            if scheduler is not None:
+                scheduler.step()
+            optimizer.zero_grad(set_to_none=True)
+            st.optimizer_steps += 1
     model.eval()
     release_freed_memory()  # glibc keeps freed activations resident otherwise
     st.loss = loss_sum

@@ -5,9 +5,15 @@ position before it. Computing ``lm_head`` on every position keeps a ``(rows, pos
 float tensor alive for backward (49,152 columns for SmolLM2: ~200 KB per position in fp32). Here
 the decoder runs once for the final hidden states, only the positions that carry loss are
 gathered (contiguous, so a bf16 matmul does not copy the output weight per row), and ``lm_head``
-+ log-softmax run on chunks of ``chunk`` positions. With autograd on, each chunk is wrapped in
-``torch.utils.checkpoint``: its logits are recomputed in backward, never stored, so the memory
-of the log-prob step is one chunk's logits whatever the batch.
++ log-softmax run on chunks of ``chunk`` positions. With autograd on and a frozen bias-free
+``lm_head`` (LoRA, tied embeddings: every trainer here), each chunk's gradient with respect to its
+hidden states is computed in the forward pass, while its logits exist anyway: a log-prob is
+one number per position, so ``d logp / d h = (onehot - softmax) @ W / temperature`` is all
+backward needs (P x H, not P x vocab), scaled there by the incoming gradient. That is one
+lm_head matmul and one softmax fewer than recomputing the logits in backward, and no logits
+are alive when backward starts. A trainable or biased ``lm_head`` falls back to recomputing
+each chunk's logits in backward (``torch.utils.checkpoint``). Either way the memory of the
+log-prob step is one chunk's logits whatever the batch.
 
 Numbers equal a plain ``model(...).logits`` + ``log_softmax`` within float rounding (tested at
 1e-5 in fp32). What this does not do: fuse the matmul and the softmax into one kernel (no
@@ -59,6 +65,49 @@ def _chunk_logprobs(
     return logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(logits, -1)
 
 
+class _FusedChunk(torch.autograd.Function):
+    """Log-probs ``(P,)`` of ``targets`` under ``linear(h, weight) / temperature`` whose
+    gradient with respect to ``h`` is computed in forward (``weight`` gets none)."""
+
+    @staticmethod
+    def forward(  # type: ignore[override]
+        ctx: Any, h: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor, temperature: float
+    ) -> torch.Tensor:
+        low = torch.nn.functional.linear(h, weight)  # bf16 under autocast, as lm_head(h)
+        logits = low.float()
+        del low
+        scaled = temperature not in (0.0, 1.0)
+        if scaled:
+            logits = logits / temperature
+        lse = torch.logsumexp(logits, -1)
+        tg = targets.unsqueeze(-1)
+        lp = logits.gather(-1, tg).squeeze(-1) - lse
+        g = logits.sub_(lse.unsqueeze(-1)).exp_().neg_()  # -softmax, in place of the logits
+        g.scatter_add_(-1, tg, torch.ones_like(lp).unsqueeze(-1))  # onehot - softmax
+        dev = h.device.type
+        w = weight.to(torch.get_autocast_dtype(dev)) if torch.is_autocast_enabled(dev) else weight
+        dh = g.to(w.dtype) @ w  # (P, H): the lm_head backward's matmul, done once here
+        del g
+        if scaled:
+            dh = dh / temperature
+        ctx.save_for_backward(dh)
+        ctx.h_dtype = h.dtype
+        return lp
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[Any, ...]:  # type: ignore[override]
+        (dh,) = ctx.saved_tensors
+        return (grad.unsqueeze(-1) * dh.float()).to(ctx.h_dtype), None, None, None
+
+
+def _fusable(lm_head: Any) -> bool:
+    return (
+        isinstance(lm_head, torch.nn.Linear)
+        and lm_head.bias is None
+        and not lm_head.weight.requires_grad
+    )
+
+
 def hidden_logprobs(
     lm_head: Any,
     hidden: torch.Tensor,
@@ -69,15 +118,19 @@ def hidden_logprobs(
     """Log-probs ``(P,)`` (fp32) of ``targets`` (P,) under ``lm_head(hidden)`` (hidden: (P, H)).
 
     ``temperature`` (> 0; 0 counts as 1) divides the logits first. Chunks of ``chunk`` rows;
-    with grad enabled each chunk's logits are recomputed in backward instead of kept.
+    with grad enabled each chunk's gradient is computed in forward for a frozen bias-free
+    ``lm_head`` (else its logits are recomputed in backward); no chunk's logits are kept.
     """
     if chunk < 1:
         raise ValueError(f"chunk = {chunk}: needs at least one position per chunk")
     hidden = hidden.contiguous()
+    fused = _fusable(lm_head)
     parts = []
     for i in range(0, hidden.shape[0], chunk):
         h, t = hidden[i : i + chunk], targets[i : i + chunk]
-        if torch.is_grad_enabled() and h.requires_grad:
+        if torch.is_grad_enabled() and h.requires_grad and fused:
+            parts.append(_FusedChunk.apply(h, lm_head.weight, t, temperature))
+        elif torch.is_grad_enabled() and h.requires_grad:
             parts.append(
                 checkpoint(_chunk_logprobs, lm_head, h, t, temperature, use_reentrant=False)
             )
