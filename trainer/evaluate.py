@@ -11,6 +11,13 @@ difference gets a paired cluster-bootstrap interval that resamples *tasks* (2000
 seeded), which accounts for that correlation. Success means ``verifiable_reward >=
 env.success_threshold``; an episode that errored counts as a failure.
 
+Memory: at most ``max_in_flight`` episodes (default :data:`EVAL_IN_FLIGHT`) run at once; each
+holds its conversation's KV cache between turns (~23 MB per 1,000 tokens for the embedded
+model in bf16), so the demo's 90 episodes all in flight held ~1.8 GB. The cap does not change
+which episodes run or their sampling seeds (both come from ``(seed, task, index)`` and the
+turn); it changes which rows share a batch, so float rounding differs and, in bf16, a near tie
+can sample another token (bench/RESULTS.md, "demo memory" measures how often).
+
 What it does not do: it does not judge (success is the env's verifier), and it cannot evaluate
 an env without a verifiable reward.
 """
@@ -28,6 +35,8 @@ from rankgym.trainer.records import EvalResult
 from rankgym.types import Group
 
 Z95 = 1.959963984540054
+EVAL_IN_FLIGHT = 30
+"""Default cap on the evaluation's episodes in flight (6 groups of the demo's 5 samples)."""
 
 
 def wilson(k: int, n: int, z: float = Z95) -> tuple[float, float]:
@@ -141,13 +150,17 @@ def evaluate_policies(
     seed: int = 0,
     progress: bool = False,
     on_groups: Callable[[str, list[Group]], None] | None = None,
+    max_in_flight: int | None = EVAL_IN_FLIGHT,
 ) -> EvalResult:
     """Run each policy on the same held-out episodes; success rates with CIs and paired diffs.
 
     ``env`` is what ``rollout_groups`` takes (an id or a factory). The first policy is the
     reference for the paired differences. ``on_groups(name, groups)`` sees each policy's groups
-    (e.g. to store them).
+    (e.g. to store them). ``max_in_flight`` caps the episodes sampled at once (None: all of a
+    policy's episodes at once); it bounds the KV caches held, not the results' seeds.
     """
+    if max_in_flight is not None and max_in_flight < 1:
+        raise ValueError(f"max_in_flight must be >= 1 or None, got {max_in_flight}")
     probe = env() if callable(env) else make(env)
     threshold = float(probe.success_threshold)
     n_avail = len(probe.tasks(split))
@@ -174,6 +187,7 @@ def evaluate_policies(
             run_id="eval",
             step=0,
             progress=progress,
+            max_concurrent=max_in_flight,
         )
         drop_kv = getattr(policy, "drop_kv", None)  # this policy's last caches: not needed now
         if drop_kv is not None:
