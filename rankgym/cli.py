@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rankgym.errors import RankgymError, UserError
+from rankgym.heap import bound_primitive_caches
 from rankgym.terminal import printable
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -120,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     configure_logging(args.quiet, args.verbose)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    bound_primitive_caches()  # before torch's first matmul: oneDNN reads them once (rankgym.heap)
     cmd = _load(args.command)
     if cmd is None:
         print(

@@ -22,3 +22,30 @@ def test_bound_heap_and_trim_never_raise_and_say_whether_glibc_took_them():
     assert isinstance(heap.bound_heap(), bool)
     assert isinstance(heap.release_freed_memory(), bool)
     assert heap.bound_heap(heap.MMAP_THRESHOLD) in (True, False)
+
+
+def test_primitive_caches_get_the_cap_unless_the_user_set_one(monkeypatch: pytest.MonkeyPatch):
+    for name in heap.CACHE_ENV:
+        monkeypatch.delenv(name, raising=False)
+    assert heap.bound_primitive_caches() is True
+    assert [heap.os.environ[n] for n in heap.CACHE_ENV] == ["64", "64"]
+    assert heap.bound_primitive_caches(8) is False  # already set: idempotent, first value stays
+    monkeypatch.setenv(heap.CACHE_ENV[0], "512")
+    monkeypatch.delenv(heap.CACHE_ENV[1])
+    assert heap.bound_primitive_caches() is True
+    assert [heap.os.environ[n] for n in heap.CACHE_ENV] == ["512", "64"]
+
+
+def test_a_primitive_cache_of_zero_is_refused_by_name():
+    with pytest.raises(ValueError, match="capacity"):
+        heap.bound_primitive_caches(0)
+
+
+def test_the_cli_caps_the_caches_before_a_command_runs(monkeypatch: pytest.MonkeyPatch, capsys):
+    from rankgym.cli import main
+
+    for name in heap.CACHE_ENV:
+        monkeypatch.delenv(name, raising=False)
+    assert main(["envs", "--json"]) == 0
+    capsys.readouterr()
+    assert all(heap.os.environ[n] == str(heap.PRIMITIVE_CACHE_CAPACITY) for n in heap.CACHE_ENV)
