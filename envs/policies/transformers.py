@@ -153,8 +153,10 @@ class TransformersPolicy(LocalTokensPolicy):
         return (self.name, self.adapter, *weights_tag(self.model))
 
     def drop_kv(self) -> None:
-        """Forget the KV caches kept from the last call (their memory is freed)."""
+        """Forget the KV caches kept from the last call and hand their memory back to the OS
+        (each layer's entry is below the mmap threshold, so it came from the heap)."""
         self._kv = ((), [])
+        release_freed_memory()
 
     def _sample(
         self,
