@@ -33,7 +33,7 @@ import os
 import random
 import shutil
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -150,7 +150,6 @@ def _rollout(job: JudgeTrainJob, progress: bool) -> dict[str, Any] | None:
         for env in r.envs
     ]  # fmt: skip
     del policy
-    job.stores = [*job.stores, str(store)]
     return {"store": str(store), "adapter": r.adapter, "envs": rows}
 
 
@@ -300,8 +299,9 @@ def run_judge_train(job: JudgeTrainJob, progress: bool = False) -> dict[str, Any
     """Train and save the judge adapter of ``job``, compare it, and return the summary (also
     written to ``out/report.json``; ``summary["judge"]`` is the model string to serve).
 
-    Raises :class:`UserError` on missing stores or too few labelled pairs. ``job.stores``
-    gains the rollout store when ``job.rollout`` is set.
+    Raises :class:`UserError` on missing stores or too few labelled pairs. With
+    ``job.rollout`` the rollout's store is read after ``job.stores`` (and listed in the
+    adapter's metadata); ``job`` itself is not changed.
     """
     check_job(job)
     from rankgym.model import load_causal_lm, load_embedded, set_torch_threads
@@ -319,6 +319,8 @@ def run_judge_train(job: JudgeTrainJob, progress: bool = False) -> dict[str, Any
     out = job.out
     (out / "work").mkdir(parents=True, exist_ok=True)
     rollout = _rollout(job, progress)
+    if rollout is not None:
+        job = replace(job, stores=[*job.stores, rollout["store"]])
     train_pairs, heldout, stats = _dataset(job)
     if rollout is not None:
         stats["rollout"] = rollout
