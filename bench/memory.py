@@ -335,11 +335,11 @@ def child(case: str, reps: int, threads: int) -> dict[str, Any]:
     release_freed_memory()
     before = proc_status("VmRSS")
     _reset_peak()
-    seconds = 0.0
+    seconds = cpu = 0.0
     for _ in range(reps):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         step()
-        seconds = time.perf_counter() - t
+        seconds, cpu = time.perf_counter() - t, time.process_time() - c
     peak = proc_status("VmHWM")
     tokens = sum(s.tokens for s in samples)
     return {
@@ -360,6 +360,8 @@ def child(case: str, reps: int, threads: int) -> dict[str, Any]:
         "rise_gb": round((peak - before) / 2**30, 3),
         "seconds": round(seconds, 2),
         "tokens_per_s": round(tokens / seconds, 1),
+        "cpu_seconds": round(cpu, 2),  # user + system CPU time: what load does not inflate
+        "tokens_per_cpu_s": round(tokens / cpu, 1),
     }
 
 
@@ -476,22 +478,18 @@ def main() -> None:
         print(
             f"{case:30s} rows {row['rows']:3d} tokens {row['tokens']:6d} max_row {row['max_row']:5d}"
             f"  rss {row['rss_before_gb']:.2f} GB  peak {row['peak_gb']:.2f}  rise "
-            f"{row['rise_gb']:.2f} GB  {row['seconds']:.1f} s  {row['tokens_per_s']:.0f} tok/s",
+            f"{row['rise_gb']:.2f} GB  {row['seconds']:.1f} s  {row['tokens_per_s']:.0f} tok/s"
+            f"  cpu {row['cpu_seconds']:.1f} s  {row['tokens_per_cpu_s']:.0f} tok/cpu-s",
             flush=True,
         )
-    by = {r["case"]: r for r in results}
-    for r in results:
-        if r["side"] != "rankgym":
-            continue
-        for other in ("trl", "rankgym-old"):
-            key = ":".join([other, r["batch"], str(r["micro"]), r["dtype"]]).removesuffix(
-                ":float32"
-            )
-            o = by.get(key)
-            if o:
+    for r in results:  # each rankgym case against the other sides' runs of its batch and dtype
+        for o in results:
+            same = [o[k] == r[k] for k in ("batch", "micro", "dtype")]
+            if r["side"] == "rankgym" and o["side"] != "rankgym" and all(same):
                 print(
-                    f"{r['case']} vs {key}: peak rise {r['rise_gb'] / max(o['rise_gb'], 1e-9):.2f}x"
+                    f"{r['case']} vs {o['case']}: peak rise {r['rise_gb'] / max(o['rise_gb'], 1e-9):.2f}x"
                     f", tokens/s {r['tokens_per_s'] / o['tokens_per_s']:.2f}x"
+                    f", tokens/cpu-s {r['tokens_per_cpu_s'] / o['tokens_per_cpu_s']:.2f}x"
                 )
     with open("/proc/loadavg") as fh:
         print(f"load average at end: {' '.join(fh.read().split()[:3])}")

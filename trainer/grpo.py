@@ -41,6 +41,7 @@ from typing import Any, Literal
 import torch
 
 from rankgym.model import bound_heap, release_freed_memory
+from rankgym.trainer.attention import training_attention
 from rankgym.trainer.logprobs import CHUNK, masked_logprobs
 
 ScaleRewards = Literal["group", "batch", "none"]
@@ -335,7 +336,8 @@ def grpo_update(
                 ref = [token_logprobs(model, mb, s.temperature) for mb in mbs]
     model.train()
     clip_n = clip_d = kl_sum = loss_sum = 0.0
-    with _lora_inputs_uncast(model, s.bf16):  # see _lora_inputs_uncast
+    cpu_attn = training_attention(model) if device.type == "cpu" else contextlib.nullcontext()
+    with _lora_inputs_uncast(model, s.bf16), cpu_attn:  # both: same numbers, less work
         for _ in range(s.num_iterations):
             loss_sum = 0.0
             for i, mb in enumerate(mbs):
