@@ -70,15 +70,18 @@ def train_attention_forward(
         )
     n = H // key.shape[1]
     k, v = _repeat_kv(key, n), _repeat_kv(value, n)
-    w = torch.matmul(query, k.transpose(2, 3)) * (D**-0.5 if scaling is None else scaling)
+    w = torch.matmul(query, k.transpose(2, 3))
+    scale = D**-0.5 if scaling is None else scaling
     if attention_mask is None:  # causal, q and k aligned
         keep = torch.ones(Tq, Tk, dtype=torch.bool, device=w.device).tril()
     else:
         keep = attention_mask if attention_mask.dtype == torch.bool else None
-    if keep is not None:  # finite fill: a fully masked (pad) row stays finite
-        w = w.masked_fill(~keep, torch.finfo(w.dtype).min)
+    if keep is not None:  # an additive mask, a row smaller than the scores (no heads)
+        bias = torch.zeros(keep.shape, dtype=w.dtype, device=w.device)
+        bias.masked_fill_(~keep, torch.finfo(w.dtype).min / 2)  # finite: pad rows stay finite
     else:
-        w = w + attention_mask  # an additive float mask
+        bias = attention_mask.to(w.dtype)
+    w = torch.add(bias, w, alpha=scale)  # scale and mask in one pass (and one in backward)
     p = torch.softmax(w, -1, dtype=torch.float32).to(query.dtype)
     out = torch.matmul(p, v)
     return out.transpose(1, 2).contiguous(), None

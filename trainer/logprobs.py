@@ -73,6 +73,9 @@ class _FusedChunk(torch.autograd.Function):
     def forward(  # type: ignore[override]
         ctx: Any, h: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor, temperature: float
     ) -> torch.Tensor:
+        dev = h.device.type
+        if torch.is_autocast_enabled(dev):  # cast once here, not again for the second matmul
+            weight = weight.to(torch.get_autocast_dtype(dev))
         low = torch.nn.functional.linear(h, weight)  # bf16 under autocast, as lm_head(h)
         logits = low.float()
         del low
@@ -84,9 +87,7 @@ class _FusedChunk(torch.autograd.Function):
         lp = logits.gather(-1, tg).squeeze(-1) - lse
         g = logits.sub_(lse.unsqueeze(-1)).exp_().neg_()  # -softmax, in place of the logits
         g.scatter_add_(-1, tg, torch.ones_like(lp).unsqueeze(-1))  # onehot - softmax
-        dev = h.device.type
-        w = weight.to(torch.get_autocast_dtype(dev)) if torch.is_autocast_enabled(dev) else weight
-        dh = g.to(w.dtype) @ w  # (P, H): the lm_head backward's matmul, done once here
+        dh = g.to(weight.dtype) @ weight  # (P, H): the lm_head backward's matmul, done once here
         del g
         if scaled:
             dh = dh / temperature
