@@ -25,8 +25,9 @@ def test_bound_heap_and_trim_never_raise_and_say_whether_glibc_took_them():
 
 
 def test_primitive_caches_get_the_cap_unless_the_user_set_one(monkeypatch: pytest.MonkeyPatch):
-    for name in heap.CACHE_ENV:
-        monkeypatch.delenv(name, raising=False)
+    for name in heap.CACHE_ENV:  # setenv first: the test's own values are undone after it
+        monkeypatch.setenv(name, "1")
+        monkeypatch.delenv(name)
     assert heap.bound_primitive_caches() is True
     assert [heap.os.environ[n] for n in heap.CACHE_ENV] == ["64", "64"]
     assert heap.bound_primitive_caches(8) is False  # already set: idempotent, first value stays
@@ -44,8 +45,9 @@ def test_a_primitive_cache_of_zero_is_refused_by_name():
 def test_the_cli_caps_the_caches_before_a_command_runs(monkeypatch: pytest.MonkeyPatch, capsys):
     from rankgym.cli import main
 
-    for name in heap.CACHE_ENV:
-        monkeypatch.delenv(name, raising=False)
+    for name in heap.CACHE_ENV:  # setenv first: the test's own values are undone after it
+        monkeypatch.setenv(name, "1")
+        monkeypatch.delenv(name)
     assert main(["envs", "--json"]) == 0
     capsys.readouterr()
     assert all(heap.os.environ[n] == str(heap.PRIMITIVE_CACHE_CAPACITY) for n in heap.CACHE_ENV)
