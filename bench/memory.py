@@ -5,7 +5,8 @@ the next): load SmolLM2-135M-Instruct (embedded) + LoRA r=16 on all 7 projection
 batch, let glibc return what loading freed (``malloc_trim``), read the resident size, reset the
 kernel's peak counter (``/proc/self/clear_refs`` = 5), run the update ``--reps`` times and read
 the peak (``VmHWM``). *Rise* = peak - resident size before the update: what the update adds over
-the loaded model. Tokens/s = non-pad tokens of the batch / seconds of the last repetition.
+the loaded model. Tokens/s = non-pad tokens of the batch / seconds of the last repetition;
+also per CPU second (user + system time of the child), which the box's load does not inflate.
 
 Batches (token rows built from real ToolUse renderings: the system prompt with its tool list,
 the task, tool responses; the sampled completions are random ids of the demo's lengths):

@@ -106,8 +106,13 @@ def training_attention(model: Any) -> Iterator[bool]:
     if before != "sdpa" or not hasattr(base, "set_attn_implementation"):
         yield False
         return
-    _register()
-    base.set_attn_implementation(NAME)
+    try:
+        _register()
+        base.set_attn_implementation(NAME)
+    except (ValueError, KeyError, ImportError):  # a model or version that refuses: left as is
+        base.set_attn_implementation(before)
+        yield False
+        return
     if cfg._attn_implementation != NAME:
         yield False
         return
