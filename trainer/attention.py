@@ -72,14 +72,16 @@ def train_attention_forward(
     k, v = _repeat_kv(key, n), _repeat_kv(value, n)
     w = torch.matmul(query, k.transpose(2, 3))
     scale = D**-0.5 if scaling is None else scaling
+    keep: torch.Tensor | None = None
     if attention_mask is None:  # causal, q and k aligned
         keep = torch.ones(Tq, Tk, dtype=torch.bool, device=w.device).tril()
-    else:
-        keep = attention_mask if attention_mask.dtype == torch.bool else None
+    elif attention_mask.dtype == torch.bool:
+        keep = attention_mask
     if keep is not None:  # an additive mask, a row smaller than the scores (no heads)
         bias = torch.zeros(keep.shape, dtype=w.dtype, device=w.device)
         bias.masked_fill_(~keep, torch.finfo(w.dtype).min / 2)  # finite: pad rows stay finite
     else:
+        assert attention_mask is not None
         bias = attention_mask.to(w.dtype)
     w = torch.add(bias, w, alpha=scale)  # scale and mask in one pass (and one in backward)
     p = torch.softmax(w, -1, dtype=torch.float32).to(query.dtype)
@@ -103,7 +105,7 @@ def training_attention(model: Any) -> Iterator[bool]:
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
     cfg = getattr(base, "config", None)
     before = getattr(cfg, "_attn_implementation", None)
-    if before != "sdpa" or not hasattr(base, "set_attn_implementation"):
+    if cfg is None or before != "sdpa" or not hasattr(base, "set_attn_implementation"):
         yield False
         return
     try:

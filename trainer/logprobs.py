@@ -70,7 +70,7 @@ class _FusedChunk(torch.autograd.Function):
     gradient with respect to ``h`` is computed in forward (``weight`` gets none)."""
 
     @staticmethod
-    def forward(  # type: ignore[override]
+    def forward(
         ctx: Any, h: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor, temperature: float
     ) -> torch.Tensor:
         dev = h.device.type
@@ -96,7 +96,7 @@ class _FusedChunk(torch.autograd.Function):
         return lp
 
     @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> tuple[Any, ...]:  # type: ignore[override]
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[Any, ...]:
         (dh,) = ctx.saved_tensors
         return (grad.unsqueeze(-1) * dh.float()).to(ctx.h_dtype), None, None, None
 
