@@ -72,6 +72,24 @@ def set_rng_state(state: dict[str, Any]) -> None:
     np.random.set_state(state["numpy"])
 
 
+INFERENCE_ADAPTERS = ("judge-", "adapter-")
+"""Name prefixes of adapters loaded by name into the shared base for inference only: a local
+judge's (``judge-<hash>``, judges/local_provider.py) and another policy's (``adapter-<hash>``,
+``rankgym.model.adapter_on_base``, e.g. the SFT policy the ``[judge_train]`` stage rolls out)."""
+
+
+def training_adapters(model: PeftModel) -> list[str] | None:
+    """The adapters a checkpoint holds: the trainer's own, i.e. not loaded for inference
+    (:data:`INFERENCE_ADAPTERS`) and, where any has one, with a trainable weight. None (peft's
+    "every adapter") only for a model that has no adapter names at all."""
+    names = [str(n) for n in getattr(model, "peft_config", {}) or {}]
+    own = [n for n in names if not n.startswith(INFERENCE_ADAPTERS)]
+    trainable = {
+        n for pn, p in model.named_parameters() if p.requires_grad for n in own if f".{n}." in pn
+    }
+    return [n for n in own if n in trainable] or own or None
+
+
 def save_checkpoint(
     out_dir: str | Path,
     step: int,
@@ -88,10 +106,7 @@ def save_checkpoint(
         shutil.rmtree(stale, ignore_errors=True)
     final = root / f"{PREFIX}{step:06d}"
     tmp = root / f"{final.name}.tmp-{os.getpid()}"
-    # only the trainer's own adapter: a local judge's adapters loaded by name into the same
-    # shared base (``judge-<hash>``, judges/local_provider.py) are not training state
-    own = [n for n in getattr(model, "peft_config", {}) or {} if not str(n).startswith("judge-")]
-    model.save_pretrained(str(tmp), selected_adapters=own or None)  # None: every adapter
+    model.save_pretrained(str(tmp), selected_adapters=training_adapters(model))
     torch.save(
         {
             "step": step,
@@ -102,9 +117,10 @@ def save_checkpoint(
         tmp / STATE_FILE,
     )
     (tmp / META_FILE).write_text(json.dumps({"step": step, **meta}, default=str, indent=1))
-    for f in tmp.iterdir():
-        with open(f, "rb") as fh:
-            os.fsync(fh.fileno())
+    for f in tmp.rglob("*"):
+        if f.is_file():
+            with open(f, "rb") as fh:
+                os.fsync(fh.fileno())
     if final.exists():  # a previous attempt at this step that finished but was not "latest"
         shutil.rmtree(final)
     os.rename(tmp, final)

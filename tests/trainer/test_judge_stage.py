@@ -366,10 +366,17 @@ def test_a_checkpoint_saves_the_policys_adapter_not_a_local_judges_loaded_beside
     lora = LoraConfig(r=2, lora_alpha=4, target_modules=["q_proj", "v_proj"])
     peft = get_peft_model(model, lora)
     peft.add_adapter("judge-abc123", lora)  # what the local judge loads into the shared base
+    peft.add_adapter(
+        "adapter-0123abcd", lora
+    )  # the SFT policy the stage rolls out (adapter_on_base)
+    peft.add_adapter("scratch", lora)  # any other adapter without a trainable weight
+    for n, p in peft.named_parameters():
+        p.requires_grad_(".default." in n)
     opt = torch.optim.AdamW([p for p in peft.parameters() if p.requires_grad], lr=1e-3)
     path = ckpt.save_checkpoint(tmp_path, 1, peft, opt, None, {})
-    assert (path / "adapter_config.json").is_file() and not (path / "judge-abc123").exists()
-    assert all(p.is_file() for p in path.iterdir())
+    assert (path / "adapter_config.json").is_file()
+    assert [p.name for p in path.iterdir() if p.is_dir()] == []
+    assert ckpt.training_adapters(peft) == ["default"]
 
 
 def test_a_judge_adapter_on_some_layers_runs_beside_a_trainers_lora_on_all_of_them():
