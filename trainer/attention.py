@@ -32,13 +32,6 @@ EAGER_MAX_SCORES = 6_000_000
 computed and recomputed: ~70 MB); above it, ``sdpa``."""
 
 
-def _repeat_kv(x: torch.Tensor, n: int) -> torch.Tensor:
-    if n == 1:
-        return x
-    b, h, t, d = x.shape
-    return x[:, :, None].expand(b, h, n, t, d).reshape(b, h * n, t, d)
-
-
 def train_attention_forward(
     module: Any,
     query: torch.Tensor,
@@ -51,7 +44,7 @@ def train_attention_forward(
 ) -> tuple[torch.Tensor, None]:
     """transformers ``AttentionInterface`` function: plain attention when the scores are at
     most :data:`EAGER_MAX_SCORES` and nothing else is asked of it, else ``sdpa``."""
-    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+    from transformers.integrations.sdpa_attention import repeat_kv, sdpa_attention_forward
 
     R, H, Tq, D = query.shape
     Tk = key.shape[2]
@@ -69,7 +62,7 @@ def train_attention_forward(
             module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs
         )
     n = H // key.shape[1]
-    k, v = _repeat_kv(key, n), _repeat_kv(value, n)
+    k, v = repeat_kv(key, n), repeat_kv(value, n)
     w = torch.matmul(query, k.transpose(2, 3))
     scale = D**-0.5 if scaling is None else scaling
     keep: torch.Tensor | None = None
