@@ -76,8 +76,9 @@ CREATE TABLE questions (
 
 
 def generator_files() -> list[Path]:
-    """Every module and data file of ``rankgym.envs.email`` (``*.py``, and ``facts.toml``, the
-    words of the fact scenarios), sorted: what :data:`GENERATOR_KEY` hashes."""
+    """Every module and data file of ``rankgym.envs.email`` (``*.py``, and the ``*.toml`` data:
+    ``facts.toml``, the words of the fact scenarios, and ``vocab.toml``, the word pools),
+    sorted: what :data:`GENERATOR_KEY` hashes."""
     here = Path(__file__).parent
     return sorted(p for p in here.iterdir() if p.suffix in (".py", ".toml"))
 
