@@ -12,10 +12,19 @@ differ), and inside the pairs the verifier ties, how often the judge prefers the
 trajectory and the one with fewer tool calls (the monitor does not score those pairs, GRPO
 still follows them).
 
+``rejudge STORE --judge MODEL``: the same store's pairs judged again, each pair alone in both
+orders, by other judges (e.g. a new judge before its GRPO arm, on the groups of an arm of an
+older one): pairwise on the pairs the verifier separates (``--decided``), and on the pairs it
+ties the lean to the shorter / fewer-calls trajectory and mean |P - 0.5|
+(``judge_pipeline.tie_stats``). Verdicts are cached in ``--cache``.
+
     .venv/bin/python bench/onpolicy_judge.py heldout /tmp/h4/s4/judgeB
     .venv/bin/python bench/onpolicy_judge.py arm /tmp/h4/s4/ablB/<arm>/store.db
+    .venv/bin/python bench/onpolicy_judge.py rejudge /tmp/h4/s4/ablB/<arm>/store.db \
+        --judge local/smollm2@/tmp/h2/s5/judgeC/adapter --decided --cache /tmp/h2/s5/rejudge
 
-What it does not do: judge anything (it reads stored verdicts) or run a model.
+What it does not do: ``heldout`` and ``arm`` judge nothing (they read stored verdicts);
+``rejudge`` runs the judges it is given, nothing else.
 """
 
 from __future__ import annotations
@@ -49,7 +58,13 @@ def heldout(out: Path, policy_store: str) -> None:
         pairs[p.id] = (p, 1.0 if lw > ll else 0.5 if lw == ll else 0.0)
     acc: dict[str, list[float]] = collections.defaultdict(list)
     for r in json.loads(
-        Path(sorted(glob.glob(str(out / "work" / "judged" / "*.json")))[-1]).read_text()
+        Path(
+            sorted(
+                g
+                for g in glob.glob(str(out / "work" / "judged" / "*.json"))
+                if not Path(g).name.startswith("ties-")
+            )[-1]
+        ).read_text()  # fmt: skip
     ):
         if r["winner"] is not None:
             acc[r["pair"]].append(1.0 if r["winner"] > r["loser"] else 0.5 if r["winner"] == r["loser"] else 0.0)  # fmt: skip
@@ -110,6 +125,60 @@ def arm(store_path: str) -> None:
     )
 
 
+def store_pairs(store_path: str) -> tuple[list[PairItem], list[PairItem]]:
+    """(decided, tied) pairs of each group of ``store_path``: two trajectories of one group with
+    different content; decided when their verifier rewards differ (truncated = 0.0)."""
+    from rankgym.judges.judge_data import tie_pair
+
+    decided, tied = [], []
+    with Store(store_path, readonly=True) as s:
+        groups = [s.get_group(g) for g in s.group_ids()]
+    for g in groups:
+        ts = [t for t in g.trajectories if not t.error]
+        for k, a in enumerate(ts):
+            for b in ts[k + 1 :]:
+                if a.content_hash() == b.content_hash():
+                    continue
+                ra, rb = float(a.verifiable_reward or 0.0), float(b.verifiable_reward or 0.0)
+                if ra == rb:
+                    tied.append(tie_pair(g.env_id, g.task_id, a, b, "verifier", store_path))
+                else:
+                    w, lo = (a, b) if ra > rb else (b, a)
+                    decided.append(PairItem(g.env_id, g.task_id, w, lo, "verifier", store_path, abs(ra - rb)))  # fmt: skip
+    return decided, tied
+
+
+def rejudge(store_path: str, judges: list[str], with_decided: bool, cache: Path) -> None:
+    """Print each judge's pairwise on the decided pairs and its tie lean on the tied ones."""
+    import hashlib
+
+    from rankgym.judges.judge_compare import judge_pairs, litellm_respond
+    from rankgym.judges.prompt import default_rubric
+    from rankgym.trainer.judge_pipeline import tie_stats
+
+    decided, tied = store_pairs(store_path)
+    cache.mkdir(parents=True, exist_ok=True)
+    for m in judges:
+        for kind, pairs in (("tied", tied), *((("decided", decided),) if with_decided else ())):
+            key = hashlib.sha256(f"{m}|{store_path}|{kind}|{[p.id for p in pairs]}".encode()).hexdigest()[:16]  # fmt: skip
+            path = cache / f"{kind}-{key}.json"
+            if path.is_file():
+                rows = json.loads(path.read_text())
+            else:
+                rows = judge_pairs(litellm_respond(m), pairs, default_rubric(), True, desc=kind)
+                path.write_text(json.dumps(rows))
+            if kind == "tied":
+                t = tie_stats(rows, pairs)
+                print(f"{m}: verifier-tied pairs {t['pairs']}: prefers the shorter {t['prefers_shorter']:.2f}, "
+                      f"fewer calls {t['prefers_fewer_calls']:.2f} of {t['calls_differ']}, "
+                      f"mean |P - 0.5| {t['mean_abs_dev']:.3f}, P(longer) {t['p_longer']:.2f}")  # fmt: skip
+            else:
+                ok = [r for r in rows if r["winner"] is not None]
+                acc = sum(1.0 if r["winner"] > r["loser"] else 0.5 if r["winner"] == r["loser"] else 0.0 for r in ok)  # fmt: skip
+                print(f"{m}: verifier-decided pairs {len(pairs)}: pairwise {acc / max(1, len(ok)):.3f} "
+                      f"over {len(ok)} presentations")  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -118,9 +187,16 @@ def main() -> None:
     h.add_argument("--policy-store", default="rollout.db")
     a = sub.add_parser("arm")
     a.add_argument("store")
+    r = sub.add_parser("rejudge")
+    r.add_argument("store")
+    r.add_argument("--judge", action="append", required=True, metavar="MODEL")
+    r.add_argument("--decided", action="store_true", help="also the pairs the verifier separates")
+    r.add_argument("--cache", type=Path, default=Path("/tmp/onpolicy-rejudge"))
     args = ap.parse_args()
     if args.cmd == "heldout":
         heldout(args.out, args.policy_store)
+    elif args.cmd == "rejudge":
+        rejudge(args.store, args.judge, args.decided, args.cache)
     else:
         arm(args.store)
 

@@ -26,6 +26,16 @@ the held-out score is on tasks the judge never saw), and balances each side:
   numbers, so "the longer one wins" scores 0.5 too (:func:`baselines` reports both). Near
   misses are never dropped but count: the other pairs on their side go first.
 
+**Tie pairs** (``tie_ratio`` > 0; :func:`tie_pairs`): two different trajectories of one task
+whose verifiable rewards are *equal* (both fail, both succeed), or that people ranked equal,
+become pairs with ``tie=True`` and a soft target of 0.5 in both orders. Without them a judge only
+ever sees decided pairs and is free to order two equal trajectories by a surface feature (the
+shorter, the one with fewer calls), which GRPO then follows. A tie pair's ``winner`` slot holds
+the longer trajectory (a convention, not a preference; ``gap`` is 0), pairs whose tool-call
+counts differ come first under the per-task cap, and their number is capped at ``tie_ratio``
+times the decided pairs on the same side of the split. Tie tasks that also have decided pairs
+land on the side those pairs are on; the decided split is the same with or without ties.
+
 What it does not do: label anything itself (no verifier is re-run, no model is asked), judge
 pairs of different tasks, or balance other surface features (tool-call count, turn count,
 gibberish); a judge can still learn shortcuts that happen to hold in your data. Length
@@ -48,7 +58,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from rankgym.types import Trajectory
+from rankgym.types import Group, Trajectory
 
 if TYPE_CHECKING:
     from rankgym.store import Store
@@ -68,15 +78,23 @@ class PairItem:
     source: Source
     store: str
     gap: float
-    """Reward difference (verifier) or mean-rank difference (human); always > 0."""
+    """Reward difference (verifier) or mean-rank difference (human); > 0, and 0 for a tie."""
     split: str = "train"
     near_miss: bool = False
     """A verifier pair whose trajectories differ by exactly one tool call."""
+    tie: bool = False
+    """Equally good by ``source`` (target 0.5); ``winner`` is then the longer of the two."""
 
     @property
     def id(self) -> str:
-        key = f"{self.source}|{self.winner.content_hash()}|{self.loser.content_hash()}"
+        kind = f"{self.source}:tie" if self.tie else self.source
+        key = f"{kind}|{self.winner.content_hash()}|{self.loser.content_hash()}"
         return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+    @property
+    def label(self) -> str:
+        """``tie`` or ``win`` (the winner slot is better)."""
+        return "tie" if self.tie else "win"
 
     @property
     def task_key(self) -> str:
@@ -89,6 +107,7 @@ class PairItem:
             "gap": self.gap,
             "split": self.split,
             "near_miss": self.near_miss,
+            "label": self.label,
             "winner": self.winner.to_dict(),
             "loser": self.loser.to_dict(),
         }
@@ -102,6 +121,7 @@ class PairItem:
             gap=float(d["gap"]),
             split=d.get("split", "train"),
             near_miss=bool(d.get("near_miss", False)),
+            tie=d.get("label") == "tie",
         )
 
 
@@ -116,6 +136,9 @@ class Dataset:
     train: list[PairItem]
     heldout: list[PairItem]
     stats: dict[str, Any] = field(default_factory=dict)
+    train_ties: list[PairItem] = field(default_factory=list)
+    heldout_ties: list[PairItem] = field(default_factory=list)
+    """Tie pairs (``tie=True``) of each side; empty unless ``tie_ratio`` > 0."""
 
 
 def visible_length(t: Trajectory) -> int:
@@ -202,31 +225,108 @@ def human_pairs(
     rng = random.Random(seed)
     out: list[PairItem] = []
     for name, store in stores.items():
-        allowed = set(_group_ids(store, runs)) if runs is not None else None
-        latest: dict[str, dict[str, dict[str, float]]] = defaultdict(dict)
-        for h in store.human_rankings():  # oldest first: a labeler's latest ranking wins
-            if h.get("skipped") or (allowed is not None and h["group_id"] not in allowed):
-                continue
-            latest[h["group_id"]][h["labeler"]] = h["ranking"]
-        for gid, by_labeler in sorted(latest.items()):
-            g = store.get_group(gid)
-            by_id = {t.id: t for t in g.trajectories}
-            mean_rank = {
-                tid: sum(r[tid] for r in by_labeler.values() if tid in r)
-                / sum(1 for r in by_labeler.values() if tid in r)
-                for tid in by_id
-                if any(tid in r for r in by_labeler.values())
-            }
+        for g, by_id, mean_rank in _mean_ranks(store, runs):
+            env_id, task_id = g.env_id, g.task_id
             cands = []
             for a, b in itertools.combinations(sorted(mean_rank), 2):
                 if abs(mean_rank[a] - mean_rank[b]) < 1e-9:
                     continue
                 w, lo = (a, b) if mean_rank[a] < mean_rank[b] else (b, a)
                 gap = abs(mean_rank[a] - mean_rank[b])
-                cands.append(PairItem(g.env_id, g.task_id, by_id[w], by_id[lo], "human", name, gap))
+                cands.append(PairItem(env_id, task_id, by_id[w], by_id[lo], "human", name, gap))
             rng.shuffle(cands)
             out.extend(cands[:max_per_task])
     return out
+
+
+def tie_pair(env_id: str, task_id: str, a: Trajectory, b: Trajectory, source: Source, store: str) -> PairItem:  # fmt: skip
+    """A tie pair with the longer trajectory (then the larger content hash) in the winner slot."""
+    ka = (visible_length(a), a.content_hash())
+    kb = (visible_length(b), b.content_hash())
+    w, lo = (a, b) if ka > kb else (b, a)
+    return PairItem(env_id, task_id, w, lo, source, store, 0.0, tie=True)
+
+
+def tie_pairs(
+    stores: dict[str, Store],
+    max_per_task: int = 4,
+    seed: int = 0,
+    runs: Iterable[str] | None = None,
+    sources: Iterable[str] = SOURCES,
+) -> list[PairItem]:
+    """Pairs of different same-task trajectories that are equally good (``tie=True``).
+
+    ``verifier``: equal verifiable rewards (a truncated episode counts as 0.0, as in
+    :func:`verifier_pairs`), pooled per task over stores; ``human``: two trajectories of one
+    group with equal mean rank. At most ``max_per_task`` per task and source (seeded), pairs
+    whose tool-call counts differ first (the ties a judge most easily orders by surface).
+    """
+    sources = tuple(sources)
+    rng = random.Random(seed)
+    out: list[PairItem] = []
+
+    def take(cands: list[PairItem]) -> None:
+        rng.shuffle(cands)
+        cands.sort(key=lambda p: tool_call_count(p.winner) == tool_call_count(p.loser))
+        out.extend(cands[:max_per_task])
+
+    if "verifier" in sources:
+        pools: dict[tuple[str, str], dict[str, tuple[str, Trajectory]]] = defaultdict(dict)
+        for name, store in stores.items():
+            for _, t in _trajectories(store, runs):
+                if (t.verifiable_reward is None and not t.truncated) or t.error:
+                    continue
+                pools[(t.env_id, t.task_id)].setdefault(t.content_hash(), (name, t))
+        for (env_id, task_id), pool in sorted(pools.items()):
+            take([
+                tie_pair(env_id, task_id, a, b, "verifier", sa)
+                for (sa, a), (_, b) in itertools.combinations(pool.values(), 2)
+                if float(a.verifiable_reward or 0.0) == float(b.verifiable_reward or 0.0)
+            ])  # fmt: skip
+    if "human" in sources:
+        for name, store in stores.items():
+            for g, by_id, mean_rank in _mean_ranks(store, runs):
+                take([
+                    tie_pair(g.env_id, g.task_id, by_id[a], by_id[b], "human", name)
+                    for a, b in itertools.combinations(sorted(mean_rank), 2)
+                    if abs(mean_rank[a] - mean_rank[b]) < 1e-9
+                    and by_id[a].content_hash() != by_id[b].content_hash()
+                ])  # fmt: skip
+    return out
+
+
+def _mean_ranks(
+    store: Store, runs: Iterable[str] | None
+) -> Iterable[tuple[Group, dict[str, Trajectory], dict[str, float]]]:
+    """Per ranked group: (group, trajectory id -> trajectory, trajectory id -> mean rank over
+    labelers' latest rankings). Skips are ignored."""
+    allowed = set(_group_ids(store, runs)) if runs is not None else None
+    latest: dict[str, dict[str, dict[str, float]]] = defaultdict(dict)
+    for h in store.human_rankings():  # oldest first: a labeler's latest ranking wins
+        if h.get("skipped") or (allowed is not None and h["group_id"] not in allowed):
+            continue
+        latest[h["group_id"]][h["labeler"]] = h["ranking"]
+    for gid, by_labeler in sorted(latest.items()):
+        g = store.get_group(gid)
+        by_id = {t.id: t for t in g.trajectories}
+        mean_rank = {
+            tid: sum(r[tid] for r in by_labeler.values() if tid in r)
+            / sum(1 for r in by_labeler.values() if tid in r)
+            for tid in by_id
+            if any(tid in r for r in by_labeler.values())
+        }
+        yield g, by_id, mean_rank
+
+
+def cap_ties(ties: list[PairItem], n: int, seed: int, prefer: set[str] | None = None) -> list[PairItem]:  # fmt: skip
+    """At most ``n`` tie pairs (seeded), those of the ``prefer`` stores first, then those whose
+    tool-call counts differ; input order kept."""
+    prefer = prefer or set()
+    items = list(ties)
+    random.Random(seed).shuffle(items)
+    items.sort(key=lambda p: (p.store not in prefer, tool_call_count(p.winner) == tool_call_count(p.loser)))  # fmt: skip
+    keep = {id(p) for p in items[: max(0, n)]}
+    return [p for p in ties if id(p) in keep]
 
 
 def split_by_task(
@@ -323,16 +423,23 @@ def build_dataset(
     seed: int = 0,
     sources: Iterable[str] = SOURCES,
     runs: Iterable[str] | None = None,
+    tie_ratio: float = 0.0,
+    prefer_stores: Iterable[str] = (),
 ) -> Dataset:
     """Pairs from ``stores`` (name -> open Store), split by task, balanced.
 
     ``sources`` selects the labels (``verifier``, ``human`` or both); ``runs`` keeps only the
-    groups of these run ids (e.g. a training run's stored groups).
+    groups of these run ids (e.g. a training run's stored groups). ``tie_ratio`` > 0 adds tie
+    pairs (:func:`tie_pairs`), at most that many times the decided pairs of each side, in
+    ``train_ties``/``heldout_ties`` (those of ``prefer_stores`` first); the decided pairs and
+    their split do not change.
     """
     sources = tuple(sources)
     bad = [s for s in sources if s not in SOURCES]
     if bad or not sources:
         raise ValueError(f"unknown label sources {bad or sources!r}; choose from {SOURCES}")
+    if not (tie_ratio >= 0.0 and tie_ratio <= 100.0):  # False for nan
+        raise ValueError(f"tie_ratio must be in [0, 100], got {tie_ratio}")
     runs = list(runs) if runs is not None else None
     pairs: list[PairItem] = []
     if "verifier" in sources:
@@ -348,6 +455,18 @@ def build_dataset(
         pairs, dropped = length_balance(pairs, seed)
     stats["dropped_for_length_balance"] = dropped
     train, heldout = split_by_task(pairs, heldout_fraction, seed)
+    ties: dict[str, list[PairItem]] = {"train": [], "heldout": []}
+    if tie_ratio > 0:
+        found = tie_pairs(stores, max_per_task, seed, runs, sources)
+        side = {p.task_key: p.split for p in pairs}
+        rest = [p for p in found if p.task_key not in side]
+        split_by_task(rest, heldout_fraction, seed)  # tie-only tasks: split among themselves
+        for p in found:
+            p.split = side.get(p.task_key, p.split)
+            ties[p.split].append(p)
+        stats["ties_found"] = len(found)
+        for name, part in (("train", train), ("heldout", heldout)):
+            ties[name] = cap_ties(ties[name], round(tie_ratio * len(part)), seed, set(prefer_stores))  # fmt: skip
     for name, part in (("train", train), ("heldout", heldout)):
         by: dict[str, int] = defaultdict(int)
         for p in part:
@@ -358,8 +477,9 @@ def build_dataset(
             "tasks": len({p.task_key for p in part}),
             "by_env_source": dict(sorted(by.items())),
             "baselines": baselines(part),
+            "ties": len(ties[name]),
         }
-    return Dataset(train, heldout, stats)
+    return Dataset(train, heldout, stats, ties["train"], ties["heldout"])
 
 
 def write_jsonl(path: Path, pairs: list[PairItem]) -> None:

@@ -49,6 +49,7 @@ from rankgym.judges.judge_data import (
     PairItem,
     baselines,
     build_dataset,
+    cap_ties,
     presentations,
     read_jsonl,
     write_jsonl,
@@ -116,6 +117,12 @@ class JudgeTrainJob:
     human_weight: float = 1.0
     rollout: JudgeRollout | None = None
     save_dtype: str = "float32"
+    tie_ratio: float = 0.0
+    """Tie pairs (equal verifier rewards or equal human ranks; target 0.5, see
+    ``judge_data.tie_pairs``) per decided pair on each side, at most; 0 = none."""
+    init_adapter: str | None = None
+    """Continue training this judge adapter (its LoRA shape; ``lora_*`` knobs ignored)
+    instead of a fresh LoRA."""
 
 
 def check_job(job: JudgeTrainJob) -> None:
@@ -130,6 +137,10 @@ def check_job(job: JudgeTrainJob) -> None:
             raise UserError(f"store {s!r} does not exist; create one with `rankgym rollout --store {s} ...`")  # fmt: skip
     if job.human_weight == 0 and tuple(job.sources) == ("human",):
         raise UserError("--human-weight 0 with --sources human leaves nothing to train on")
+    if not (0.0 <= job.tie_ratio <= 100.0):  # False for nan
+        raise UserError(f"--tie-ratio must be a number in [0, 100] (got {job.tie_ratio}); 0.5 = one tie pair per two decided pairs")  # fmt: skip
+    if job.init_adapter and not (Path(job.init_adapter) / "adapter_config.json").is_file():
+        raise UserError(f"--init-adapter {job.init_adapter!r} is not a peft adapter directory (no adapter_config.json); pass OUT/adapter of an earlier judge-train")  # fmt: skip
     if job.base != BASE_DEFAULT and not Path(job.base).is_dir():
         raise UserError(f"--base {job.base!r}: use local/smollm2 or a local transformers model directory")  # fmt: skip
 
@@ -192,20 +203,25 @@ def cap_pairs(
 def _dataset(
     job: JudgeTrainJob,
 ) -> tuple[list[PairItem], list[PairItem], dict[str, Any]]:
+    """Decided train pairs plus tie pairs, held-out decided pairs (``heldout.jsonl``) and the
+    stats; held-out tie pairs go to ``heldout_ties.jsonl`` (see :func:`tie_check`)."""
     stores = {s: Store(s, readonly=True) for s in job.stores}
     seed = job.train.seed
-    try:
-        ds = build_dataset(stores, job.heldout_fraction, job.min_gap, job.max_per_task,
-                           job.length_balance, seed, sources=job.sources,
-                           runs=job.runs)  # fmt: skip
-    finally:
-        for s in stores.values():
-            s.close()
     prefer = set(job.prefer_stores)
     if job.rollout is not None:  # the policy's judge-split rollout (see _rollout)
         prefer.add(str(job.out / ROLLOUT_STORE))
+    try:
+        ds = build_dataset(stores, job.heldout_fraction, job.min_gap, job.max_per_task,
+                           job.length_balance, seed, sources=job.sources,
+                           runs=job.runs, tie_ratio=job.tie_ratio,
+                           prefer_stores=prefer)  # fmt: skip
+    finally:
+        for s in stores.values():
+            s.close()
     train = cap_pairs(ds.train, job.max_train_pairs, seed, prefer)
     heldout = cap_pairs(ds.heldout, job.max_heldout_pairs, seed + 1, prefer)
+    train_ties = cap_ties(ds.train_ties, round(job.tie_ratio * len(train)), seed, prefer)
+    heldout_ties = cap_ties(ds.heldout_ties, round(job.tie_ratio * len(heldout)), seed + 1, prefer)  # fmt: skip
     if not train or not heldout:
         raise UserError(
             f"the stores hold {len(ds.train)} training and {len(ds.heldout)} held-out labelled "
@@ -214,20 +230,27 @@ def _dataset(
             "groups in the dashboard"
         )
     stats = {**ds.stats, "used": {"train": len(train), "heldout": len(heldout),
-             "train_baselines": baselines(train), "heldout_baselines": baselines(heldout)}}  # fmt: skip
+             "train_baselines": baselines(train), "heldout_baselines": baselines(heldout),
+             "train_ties": len(train_ties), "heldout_ties": len(heldout_ties)}}  # fmt: skip
     data = job.out / "data"
     data.mkdir(parents=True, exist_ok=True)
-    write_jsonl(data / "train.jsonl", train)
+    write_jsonl(data / "train.jsonl", train + train_ties)
     write_jsonl(data / "heldout.jsonl", heldout)
+    ties_file = data / "heldout_ties.jsonl"
+    if heldout_ties:
+        write_jsonl(ties_file, heldout_ties)
+    elif ties_file.exists():
+        ties_file.unlink()
     (data / "dataset.json").write_text(json.dumps(stats, indent=2))
-    return train, heldout, stats
+    return train + train_ties, heldout, stats
 
 
 def examples_of(
     tok: Any, pairs: list[PairItem], cfg: JudgeTrainConfig, human_weight: float = 1.0
 ) -> tuple[list[Example], int]:
     """Each pair presented in both orders, tokenised; and how many were left out as longer
-    than ``cfg.max_context_tokens``. People's pairs weigh ``human_weight`` in the loss."""
+    than ``cfg.max_context_tokens``. People's pairs weigh ``human_weight`` in the loss; a tie
+    pair's presentations are tie examples (target 0.5, ``correct`` = the first shown)."""
     from rankgym.trainer.judge_train import Example
 
     a, b = choice_ids(tok)
@@ -244,9 +267,9 @@ def examples_of(
         if len(ctx) > cfg.max_context_tokens:
             skipped += 1
             continue
-        correct, wrong = (a, b) if winner_first else (b, a)
+        correct, wrong = (a, b) if winner_first or p.tie else (b, a)
         weight = human_weight if p.source == "human" else 1.0
-        out.append(Example(f"{p.id}:{int(winner_first)}", ctx, correct, wrong, weight=weight))
+        out.append(Example(f"{p.id}:{int(winner_first)}", ctx, correct, wrong, weight=weight, tie=p.tie))  # fmt: skip
     return out, skipped
 
 
@@ -272,7 +295,7 @@ def _sample(
                 continue  # a line cut by a crash
     elif path.exists():
         path.unlink()
-    todo = [ex for ex in examples if ex.key not in done]
+    todo = [ex for ex in examples if ex.key not in done and not ex.tie]
     for ex in examples:
         if ex.key in done:
             ex.hits, ex.answer = done[ex.key]["hits"], done[ex.key]["answer"]
@@ -307,7 +330,6 @@ def run_judge_train(job: JudgeTrainJob, progress: bool = False) -> dict[str, Any
     from rankgym.model import load_causal_lm, load_embedded, set_torch_threads
     from rankgym.trainer.judge_train import (
         META_FILE,
-        add_lora,
         config_dict,
         save_adapter,
         train_judge,
@@ -335,15 +357,18 @@ def run_judge_train(job: JudgeTrainJob, progress: bool = False) -> dict[str, Any
     _sample(model, tok, examples, cfg, out / "work" / "samples.jsonl", job.fresh, progress)
     t_train = time.perf_counter()
     fingerprint = hashlib.sha256(
-        json.dumps([config_dict(cfg), [(e.key, e.answer) for e in examples]]).encode()
+        json.dumps(
+            [config_dict(cfg), [(e.key, e.answer) for e in examples], job.init_adapter]
+        ).encode()  # fmt: skip
     ).hexdigest()[:16]
     if job.fresh and (out / "work" / "checkpoint").exists():
         shutil.rmtree(out / "work" / "checkpoint")
-    model = add_lora(model, cfg)
+    model = _with_lora(model, job)
     log = train_judge(model, tok, examples, cfg, out / "work", fingerprint, progress)
     meta = {"format": 1, "pair_format": PAIR_FORMAT, "base": job.base, "config": config_dict(cfg),
             "dataset": stats, "stores": job.stores, "fingerprint": fingerprint,
-            "sources": list(job.sources), "human_weight": job.human_weight}  # fmt: skip
+            "sources": list(job.sources), "human_weight": job.human_weight,
+            "tie_ratio": job.tie_ratio, "init_adapter": job.init_adapter}  # fmt: skip
     adapter = save_adapter(model, out, meta, dtype=job.save_dtype)
     t_done = time.perf_counter()
     summary: dict[str, Any] = {
@@ -353,7 +378,9 @@ def run_judge_train(job: JudgeTrainJob, progress: bool = False) -> dict[str, Any
         "heldout_pairs": len(heldout),
         "train_presentations": len(examples),
         "skipped_too_long": skipped,
-        "sampled_hit_rate": sum(e.hits for e in examples) / (cfg.samples * len(examples)),
+        "sampled_hit_rate": sum(e.hits for e in examples)
+        / max(1, cfg.samples * sum(not e.tie for e in examples)),
+        "train_ties": sum(e.tie for e in examples) // 2,
         "sft_targets": sum(1 for e in examples if e.answer),
         "train_steps": len(log),
         "planned_steps": cfg.epochs * -(-len(examples) // cfg.batch_size),
@@ -375,12 +402,97 @@ def run_judge_train(job: JudgeTrainJob, progress: bool = False) -> dict[str, Any
     del model
     if job.compare:
         summary["comparison"] = _compare(job, heldout, summary["judge"], progress)
+        ties_file = out / "data" / "heldout_ties.jsonl"
+        if ties_file.is_file():
+            summary["ties"] = tie_check(job, read_jsonl(ties_file), summary["judge"], progress)
         summary["seconds"]["compare"] = time.perf_counter() - t_done
     summary["seconds"]["total"] = time.perf_counter() - t0
     tmp = out / "report.json.tmp"
     tmp.write_text(json.dumps(summary, indent=2, default=str))
     os.replace(tmp, out / "report.json")
     return summary
+
+
+def _with_lora(model: Any, job: JudgeTrainJob) -> Any:
+    """A fresh LoRA (``add_lora``) or, with ``job.init_adapter``, that adapter, trainable."""
+    from rankgym.trainer.judge_train import add_lora
+
+    if not job.init_adapter:
+        return add_lora(model, job.train)
+    from peft import PeftModel
+
+    return PeftModel.from_pretrained(model, job.init_adapter, is_trainable=True)
+
+
+def tie_stats(rows: list[dict[str, Any]], pairs: list[PairItem]) -> dict[str, Any]:
+    """How a judge treats tie pairs, from :func:`judge_pairs` rows (winner slot = the longer).
+
+    ``p_longer``: mean P(the longer is better) over presentations; ``prefers_shorter``: share
+    of pairs (both orders averaged) where the shorter scored higher, counting an even split as
+    half; ``prefers_fewer_calls`` the same for tool calls (pairs whose counts differ);
+    ``mean_abs_dev``: mean |P - 0.5| per presentation. An indifferent judge: 0.5, 0.5, 0.5, 0.
+    """
+    from rankgym.judges.judge_data import tool_call_count
+
+    by_pair: dict[str, list[float]] = {}
+    for r in rows:
+        if r.get("winner") is None:
+            continue
+        total = float(r["winner"]) + float(r["loser"])
+        by_pair.setdefault(r["pair"], []).append(float(r["winner"]) / total if total > 0 else 0.5)  # fmt: skip
+    items = {p.id: p for p in pairs}
+    ps = [x for v in by_pair.values() for x in v]
+
+    def lean(ids: list[str], shorter_is_loser: dict[str, bool]) -> float | None:
+        if not ids:
+            return None
+        vals = []
+        for i in ids:
+            m = sum(by_pair[i]) / len(by_pair[i])
+            s = 1.0 - m if shorter_is_loser[i] else m
+            vals.append(1.0 if s > 0.5 else 0.5 if s == 0.5 else 0.0)
+        return sum(vals) / len(vals)
+
+    ids = [i for i in by_pair if i in items]
+    calls = {i: tool_call_count(items[i].winner) - tool_call_count(items[i].loser) for i in ids}
+    return {
+        "pairs": len(ids),
+        "p_longer": sum(ps) / len(ps) if ps else None,
+        "prefers_shorter": lean(ids, dict.fromkeys(ids, True)),
+        "prefers_fewer_calls": lean([i for i in ids if calls[i]], {i: calls[i] > 0 for i in ids}),
+        "calls_differ": sum(1 for i in ids if calls[i]),
+        "mean_abs_dev": sum(abs(x - 0.5) for x in ps) / len(ps) if ps else None,
+        "failed_calls": sum(1 for r in rows if r.get("winner") is None),
+    }
+
+
+def tie_check(
+    job: JudgeTrainJob, ties: list[PairItem], trained: str | None, progress: bool
+) -> dict[str, dict[str, Any]]:
+    """:func:`tie_stats` of ``job.compare_with`` and ``trained`` on held-out tie pairs (rows
+    cached in ``work/judged/`` like the comparison's); also written to ``ties.json``."""
+    from rankgym.judges.local_provider import adapter_fingerprint
+
+    rubric = default_rubric()
+    cache = job.out / "work" / "judged"
+    cache.mkdir(parents=True, exist_ok=True)
+    ids = [p.id for p in ties]
+    report = {}
+    for m in [*job.compare_with, *([trained] if trained else [])]:
+        key = hashlib.sha256(f"ties|{m}|{adapter_fingerprint(m)}|{ids}".encode()).hexdigest()[:16]
+        path = cache / f"ties-{key}.json"
+        if path.is_file():
+            rows = json.loads(path.read_text())
+        else:
+            rows = judge_pairs(litellm_respond(m), ties, rubric, progress, desc=m[-40:])
+            tmp = path.with_name(path.name + ".tmp")
+            tmp.write_text(json.dumps(rows))
+            os.replace(tmp, path)
+        report[m] = tie_stats(rows, ties)
+    tmp = job.out / "ties.json.tmp"
+    tmp.write_text(json.dumps(report, indent=2))
+    os.replace(tmp, job.out / "ties.json")
+    return report
 
 
 def _compare(

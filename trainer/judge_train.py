@@ -12,7 +12,11 @@ The recipe (CompassJudger-2, cut to what a 135M model on a CPU can use):
    the model is only imitated where it was right.
 3. **Loss** (:func:`judge_losses`): ``lambda_sft * CE(answer tokens of kept samples)`` +
    ``lambda_margin * mean(max(0, gamma - logp(correct) + logp(wrong)))``, where both
-   log-probabilities are full-vocabulary log-softmax values at the decision position.
+   log-probabilities are full-vocabulary log-softmax values at the decision position; on tie
+   presentations (``Example.tie``: two equally good trajectories) instead
+   ``lambda_tie * BCE(sigmoid(logp(A) - logp(B)), 0.5)`` (minus its floor log 2), which pulls
+   the judge's P(first better) toward 0.5 (:func:`pair_losses`). Tie presentations get no
+   rejection sampling and no SFT target.
 4. A LoRA on every linear layer of the last ``lora_layers`` layers, AdamW, bf16 autocast on
    CPU, batches of similar length (:func:`length_batches`); a checkpoint (adapter, optimizer,
    position) every ``checkpoint_every`` steps, written to a temp dir then ``os.replace``d, so a
@@ -29,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import random
 import shutil
@@ -78,6 +83,8 @@ class JudgeTrainConfig:
     lambda_sft: float = 0.5
     lambda_margin: float = 1.0
     """Weights of the SFT loss (kept answers) and of the margin loss in the total."""
+    lambda_tie: float = 1.0
+    """Weight of the tie loss (soft target 0.5 on tie presentations) in the total."""
     max_line_chars: int = 200
     """Lines of the pair prompt are cut to this many characters."""
     max_context_tokens: int = 1024
@@ -105,6 +112,8 @@ class Example:
     """Correct verdicts among the K samples."""
     weight: float = 1.0
     """Loss weight of this presentation (e.g. ``--human-weight`` for people's labels)."""
+    tie: bool = False
+    """Two equally good trajectories: target P(``correct``) = 0.5 (tie loss, no margin)."""
 
 
 # --------------------------------------------------------------------------- losses
@@ -145,6 +154,7 @@ def build_batch(examples: list[Example], pad_id: int) -> dict[str, Any]:
         "correct": torch.tensor([ex.correct for ex in examples]),
         "wrong": torch.tensor([ex.wrong for ex in examples]),
         "weight": torch.tensor([float(ex.weight) for ex in examples]),
+        "tie": torch.tensor([bool(ex.tie) for ex in examples]),
         "keep": int(width - int(dec.min()) + 1),
     }
 
@@ -166,7 +176,6 @@ def judge_losses(logits: Any, batch: dict[str, Any], gamma: float) -> dict[str, 
     gap = at[rows, batch["correct"]] - at[rows, batch["wrong"]]
     w = batch.get("weight")
     w = torch.ones(logits.shape[0]) if w is None else w.float()
-    margin = (torch.relu(gamma - gap) * w).sum() / w.sum().clamp(min=1e-12)
     shift_logits = logits[:, :-1]
     shift_labels = batch["labels"][:, offset + 1 :]
     if (shift_labels != -100).any():
@@ -180,11 +189,36 @@ def judge_losses(logits: Any, batch: dict[str, Any], gamma: float) -> dict[str, 
         sft = (ce * tw).sum() / tw.sum().clamp(min=1e-12)
     else:
         sft = logits.sum() * 0.0
+    return {"sft": sft, **pair_losses(gap, batch, gamma)}
+
+
+def pair_losses(gap: Any, batch: dict[str, Any], gamma: float) -> dict[str, Any]:
+    """Margin and tie losses from per-row ``gap`` = logp(correct) - logp(wrong).
+
+    ``margin``: weighted mean of ``relu(gamma - gap)`` over decided rows (``batch["tie"]``
+    false); ``tie``: weighted mean over tie rows of ``BCE(sigmoid(gap), 0.5) - log 2`` (0 when
+    the judge is indifferent, P = 0.5, and growing with ``|gap|`` either way). Each is 0 when
+    the batch has no such row. ``logp_gap`` and ``accuracy`` (gap > 0) are over decided rows,
+    ``tie_abs_gap`` the mean ``|gap|`` over tie rows (all detached).
+    """
+    n = gap.shape[0]
+    w = batch.get("weight")
+    w = torch.ones(n) if w is None else w.float().to(gap.device)
+    tie = batch.get("tie")
+    tie = torch.zeros(n, dtype=torch.bool) if tie is None else tie.to(gap.device)
+    dec = ~tie
+    wd, wt = w * dec, w * tie
+    margin = (torch.relu(gamma - gap) * wd).sum() / wd.sum().clamp(min=1e-12)
+    bce = 0.5 * (torch.nn.functional.softplus(gap) + torch.nn.functional.softplus(-gap))
+    tie_loss = ((bce - math.log(2.0)) * wt).sum() / wt.sum().clamp(min=1e-12)
+    g = gap.detach()
+    nd, nt = int(dec.sum()), int(tie.sum())
     return {
-        "sft": sft,
         "margin": margin,
-        "logp_gap": gap.detach().mean(),
-        "accuracy": (gap.detach() > 0).float().mean(),
+        "tie": tie_loss,
+        "logp_gap": g[dec].mean() if nd else g.sum() * 0.0,
+        "accuracy": (g[dec] > 0).float().mean() if nd else g.sum() * 0.0,
+        "tie_abs_gap": g[tie].abs().mean() if nt else g.sum() * 0.0,
     }
 
 
@@ -370,8 +404,13 @@ def train_judge(
         chunk = [examples[i] for i in batches_by_epoch[epoch][k]]
         batch = build_batch(chunk, pad)
         with _autocast(model, cfg.bf16):  # = judge_losses, without full-vocabulary logits
-            parts = judge_losses_chunked(model, batch, cfg.gamma)
-        loss = cfg.lambda_sft * parts["sft"] + cfg.lambda_margin * parts["margin"]
+            chunked = judge_losses_chunked(model, batch, cfg.gamma)
+        parts = {"sft": chunked["sft"], **pair_losses(chunked["gap"].float(), batch, cfg.gamma)}
+        loss = (
+            cfg.lambda_sft * parts["sft"]
+            + cfg.lambda_margin * parts["margin"]
+            + cfg.lambda_tie * parts["tie"]
+        )
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         norm = float(torch.nn.utils.clip_grad_norm_(params, 1.0))

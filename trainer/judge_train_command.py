@@ -72,6 +72,9 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rollout-tasks", type=int, metavar="N", help="judge-split tasks per env (default: all)")  # fmt: skip
     p.add_argument("--rollout-group-size", type=int, default=4, metavar="G", help="episodes per task (default: 4)")  # fmt: skip
     p.add_argument("--rollout-max-turns", type=int, metavar="T", help="assistant turns per episode (default: the env's)")  # fmt: skip
+    p.add_argument("--tie-ratio", type=float, default=0.0, metavar="R", help="also train on tie pairs (two different trajectories of a task with equal verifier rewards or equal human ranks; target 0.5 in both orders), at most R per decided pair; 0 = none (default: 0)")  # fmt: skip
+    p.add_argument("--lambda-tie", type=float, default=1.0, help="weight of the tie loss (default: 1.0)")  # fmt: skip
+    p.add_argument("--init-adapter", metavar="DIR", help="continue training this judge adapter (OUT/adapter of an earlier judge-train; its LoRA shape, --lora-* ignored) instead of a fresh LoRA")  # fmt: skip
     p.add_argument("--save-dtype", choices=("float32", "bfloat16"), default="float32", help="dtype of the saved adapter weights (bfloat16 halves the file; default: %(default)s)")  # fmt: skip
 
 
@@ -97,6 +100,8 @@ FLAG_RANGES: dict[str, tuple[float, float, bool]] = {
     "max_context_tokens": (1, 1_000_000, True),
     "seed": (0, 2**63 - 1, True),
     "human_weight": (0.0, 1000.0, True),
+    "tie_ratio": (0.0, 100.0, True),
+    "lambda_tie": (0.0, 100.0, True),
     "rollout_tasks": (1, 1_000_000, True),
     "rollout_group_size": (2, 1024, True),
     "rollout_max_turns": (1, 1000, True),
@@ -152,6 +157,7 @@ def _job(args: argparse.Namespace) -> JudgeTrainJob:
         batch_size=args.batch_size, lora_r=args.lora_r, lora_alpha=2 * args.lora_r,
         lora_layers=args.lora_layers or None,
         gamma=args.gamma, lambda_sft=args.lambda_sft, lambda_margin=args.lambda_margin,
+        lambda_tie=args.lambda_tie,
         max_line_chars=args.max_line_chars, max_context_tokens=args.max_context_tokens,
         seed=args.seed, max_train_seconds=args.max_train_seconds,
     )  # fmt: skip
@@ -172,6 +178,7 @@ def _job(args: argparse.Namespace) -> JudgeTrainJob:
         compare=not args.no_compare, fresh=args.fresh, runs=args.run,
         prefer_stores=list(args.prefer_store or []), sources=_sources(args),
         human_weight=args.human_weight, rollout=rollout, save_dtype=args.save_dtype,
+        tie_ratio=args.tie_ratio, init_adapter=args.init_adapter,
     )  # fmt: skip
 
 
@@ -199,6 +206,14 @@ def _print(summary: dict[str, Any]) -> None:
         print(time_cap_line(summary))
     if "comparison" in summary:
         print(format_comparison(summary["comparison"]))
+    for judge, t in (summary.get("ties") or {}).items():
+        print(f"held-out tie pairs ({t['pairs']}), {judge}: prefers the shorter {_f(t['prefers_shorter'])}, "
+              f"fewer calls {_f(t['prefers_fewer_calls'])}, mean |P - 0.5| {_f(t['mean_abs_dev'])} "
+              "(indifferent: 0.50, 0.50, 0.00)")  # fmt: skip
+
+
+def _f(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2f}"
 
 
 JUDGE_TRAIN = Command(

@@ -216,6 +216,7 @@ def judge_losses_chunked(model: Any, batch: dict[str, Any], gamma: float) -> dic
     return {
         "sft": sft,
         "margin": torch.relu(gamma - gap).mean(),
+        "gap": gap,
         "logp_gap": gap.detach().mean(),
         "accuracy": (gap.detach() > 0).float().mean(),
     }
