@@ -171,6 +171,20 @@ def _trajectories(
             yield gid, t
 
 
+def _pools(
+    stores: dict[str, Store], runs: Iterable[str] | None
+) -> dict[tuple[str, str], dict[str, tuple[str, Trajectory]]]:
+    """(env, task) -> content hash -> (store name, trajectory) of every trajectory with a
+    verifier outcome (a reward, or cut at the turn limit), errors left out; first copy kept."""
+    pools: dict[tuple[str, str], dict[str, tuple[str, Trajectory]]] = defaultdict(dict)
+    for name, store in stores.items():
+        for _, t in _trajectories(store, runs):
+            if (t.verifiable_reward is None and not t.truncated) or t.error:
+                continue
+            pools[(t.env_id, t.task_id)].setdefault(t.content_hash(), (name, t))
+    return pools
+
+
 def verifier_pairs(
     stores: dict[str, Store],
     min_gap: float = 0.5,
@@ -186,12 +200,7 @@ def verifier_pairs(
     An episode cut at its turn limit before it answered (``truncated``, no verifiable reward)
     counts as a failure (0.0): "never answers" is a failure a judge must learn to rank low.
     """
-    pools: dict[tuple[str, str], dict[str, tuple[str, Trajectory]]] = defaultdict(dict)
-    for name, store in stores.items():
-        for _, t in _trajectories(store, runs):
-            if (t.verifiable_reward is None and not t.truncated) or t.error:
-                continue
-            pools[(t.env_id, t.task_id)].setdefault(t.content_hash(), (name, t))
+    pools = _pools(stores, runs)
     rng = random.Random(seed)
     out: list[PairItem] = []
     for (env_id, task_id), pool in sorted(pools.items()):
@@ -271,13 +280,7 @@ def tie_pairs(
         out.extend(cands[:max_per_task])
 
     if "verifier" in sources:
-        pools: dict[tuple[str, str], dict[str, tuple[str, Trajectory]]] = defaultdict(dict)
-        for name, store in stores.items():
-            for _, t in _trajectories(store, runs):
-                if (t.verifiable_reward is None and not t.truncated) or t.error:
-                    continue
-                pools[(t.env_id, t.task_id)].setdefault(t.content_hash(), (name, t))
-        for (env_id, task_id), pool in sorted(pools.items()):
+        for (env_id, task_id), pool in sorted(_pools(stores, runs).items()):
             take([
                 tie_pair(env_id, task_id, a, b, "verifier", sa)
                 for (sa, a), (_, b) in itertools.combinations(pool.values(), 2)
