@@ -67,6 +67,14 @@ def main() -> None:
     )
     ap.add_argument("--out", default="runs/bench-ablation")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--scale-rewards",
+        choices=("group", "batch", "none"),
+        default=None,
+        help="[reward] scale_rewards of every GRPO arm (default: the demo's, batch): how a "
+        "group's reward deviations are divided before the update (its std, the batch's std, "
+        "or not at all)",
+    )
     ap.add_argument("--reuse", action="store_true", help="keep arms already trained in --out")
     ap.add_argument(
         "--train-only",
@@ -119,6 +127,8 @@ def main() -> None:
         elif judge:
             raw["judge"]["model"] = judge
         raw["monitor"] = {"guard": "off"}  # every arm runs its steps; the monitor still measures
+        if args.scale_rewards:
+            raw["reward"]["scale_rewards"] = args.scale_rewards
         cfg = validate_config(raw, TrainConfig)
         set_torch_threads()
         t_arm = time.perf_counter()
@@ -210,7 +220,8 @@ def _monitor_row(m) -> dict:  # type: ignore[no-untyped-def]
     """The judge monitor's numbers of one step (this step and running over the run)."""
     keys = ("monitor_pairs", "judge_pairwise", "judge_tau", "judge_top_fail_rate",
             "monitor_pairs_run", "judge_pairwise_run", "judge_pairwise_run_low",
-            "judge_pairwise_run_high", "judge_tau_run", "judge_top_fail_rate_run")  # fmt: skip
+            "judge_pairwise_run_high", "judge_tau_run", "judge_top_fail_rate_run",
+            "monitor_tied_pairs", "judge_tied_shorter", "judge_tied_shorter_run")  # fmt: skip
     return {k: getattr(m, k, None) for k in keys} | {"success_rate": m.success_rate}
 
 

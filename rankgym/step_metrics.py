@@ -104,6 +104,12 @@ class StepMetrics:
     judge_tau_run_low: float | None = None
     judge_tau_run_high: float | None = None
     judge_top_fail_rate_run: float | None = None
+    monitor_tied_pairs: int | None = None
+    """Pairs the verifier ties (different lengths) in this step's judged groups."""
+    judge_tied_shorter: float | None = None
+    """Share of those where the judge scored the shorter higher (ties half; indifferent 0.5)."""
+    monitor_tied_pairs_run: int | None = None
+    judge_tied_shorter_run: float | None = None
     guard_stopped: bool | None = None
     """True on the step where the judge guard stopped the run (no update was made)."""
     no_verifier_signal: bool | None = None

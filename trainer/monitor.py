@@ -12,7 +12,14 @@ run (and over the last ``window`` steps), with 95% cluster-bootstrap CIs over gr
 - ``top_fail_rate``: in groups where some trajectories pass the verifier
   (``verifiable_reward >= success_threshold``) and some fail, the share of the judge's top
   trajectories (ties at the top included) that fail: how often the judge's favourite is a
-  failure although a success was there (a gaming signal).
+  failure although a success was there (a gaming signal);
+- ``tied_shorter``: over pairs the verifier *ties* (equal rewards, an episode cut at its turn
+  limit counting 0, as in judge-train's data) whose judge-visible lengths differ, the share
+  where the judge scores the shorter trajectory higher (a judge tie counts half), in every
+  judged group, constant-reward groups included. The pairwise numbers never see these pairs,
+  but GRPO follows the judge inside them: near 0.5 the judge is indifferent there; well above
+  it, a judge-only reward pays the policy for stopping early (session 4's arm: 0.61, mean turns
+  3.43 -> 2.48). Not used by the guard.
 
 **Guard** (``[monitor] guard``; ``auto`` = on when ``reward.kind = "judge"``). After a step's
 groups are judged and before the update, the run stops (:class:`JudgeGuardStop`) when the
@@ -47,6 +54,7 @@ import numpy as np
 
 from rankgym.errors import RankgymError
 from rankgym.judges.metrics import aggregate, none_if_nan
+from rankgym.trainer.monitor_tied import TiedUnit, tied_shorter, tied_unit
 from rankgym.trainer.rewards import reward_class
 from rankgym.types import Group
 
@@ -62,9 +70,12 @@ __all__ = [
     "JudgeMonitor",
     "MonitorStep",
     "NoSignalStep",
+    "TiedUnit",
     "agreement",
     "check_failed",
     "group_unit",
+    "tied_shorter",
+    "tied_unit",
     "no_signal_message",
     "verifier_constant",
     "watch_step",
@@ -285,6 +296,9 @@ class MonitorStep:
     guard_on: bool
     stop: str | None = None
     """The guard's message when it stops the run, else None."""
+    tied: tuple[int, float | None] = (0, None)
+    tied_run: tuple[int, float | None] = (0, None)
+    """:func:`tied_shorter` of this step's groups and over the run."""
 
     def metrics(self) -> dict[str, Any]:
         """The flat ``StepMetrics`` fields (``judge_*`` / ``monitor_*``)."""
@@ -297,6 +311,9 @@ class MonitorStep:
                 out[f"judge_{name}{suffix}_low"] = c[0] if c else None
                 out[f"judge_{name}{suffix}_high"] = c[1] if c else None
             out[f"judge_top_fail_rate{suffix}"] = a.top_fail_rate
+        for suffix, (n, rate) in (("", self.tied), ("_run", self.tied_run)):
+            out[f"monitor_tied_pairs{suffix}"] = n
+            out[f"judge_tied_shorter{suffix}"] = rate
         out["guard_stopped"] = self.stop is not None
         return out
 
@@ -318,6 +335,7 @@ class JudgeMonitor:
             settings.guard == "auto" and reward_class(reward_kind).judge_only
         )
         self.units: list[GroupUnit] = []
+        self.tied: list[TiedUnit] = []
 
     def add(
         self, step: int, groups: Sequence[Group], rankings: dict[str, list[dict[str, float]]]
@@ -330,6 +348,8 @@ class JudgeMonitor:
             is not None
         ]
         self.units = [u for u in self.units if u.step != step] + new  # a step seen again replaces
+        tied = [u for g in groups if (u := tied_unit(g, step)) is not None]
+        self.tied = [u for u in self.tied if u.step != step] + tied
         return new
 
     def observe(
@@ -363,12 +383,14 @@ class JudgeMonitor:
                         "anyway"
                     )
                     break
-        return MonitorStep(step, now, running, recent, self.guard_on, stop)
+        tied = tied_shorter([u for u in self.tied if u.step == step])
+        return MonitorStep(step, now, running, recent, self.guard_on, stop, tied, tied_shorter(self.tied))  # fmt: skip
 
     def summary(self) -> dict[str, Any]:
         """The run-wide numbers (``rankgym train``'s summary, ``rankgym demo --json``)."""
         a = agreement(self.units, self.settings.resamples, self.seed)
-        return {**a.to_dict(), "guard": self.guard_on}
+        n, rate = tied_shorter(self.tied)
+        return {**a.to_dict(), "tied_pairs": n, "tied_shorter": rate, "guard": self.guard_on}
 
 
 def verifier_constant(groups: Sequence[Group]) -> bool | None:

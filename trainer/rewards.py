@@ -397,9 +397,14 @@ def monitor_line(m: StepMetrics) -> str:
         if m.judge_top_fail_rate_run is not None
         else ""
     )
+    tied = (
+        f" tied-shorter {m.judge_tied_shorter_run:.2f}"
+        if m.judge_tied_shorter_run is not None
+        else ""
+    )
     return (
         f"  judge~verifier pairwise {_fmt(m.judge_pairwise)} (run "
-        f"{_fmt(m.judge_pairwise_run)}{ci}, {m.monitor_pairs_run} pairs) tau {tau}{top}"
+        f"{_fmt(m.judge_pairwise_run)}{ci}, {m.monitor_pairs_run} pairs) tau {tau}{top}{tied}"
     )
 
 
