@@ -162,6 +162,7 @@ def rollout_groups(
     max_turns: int | None = None,
     skipped: list[str] | None = None,
     stratify: str | None = None,
+    planned: list[str] | None = None,
 ) -> list[Group]:
     """Roll out ``group_size`` episodes for each selected task; returns the Groups in task order.
 
@@ -172,7 +173,8 @@ def rollout_groups(
     ``max_turns`` stops an episode the env has not ended after that many assistant turns
     (``truncated``); by default the env's own ``max_turns`` applies, and an env that overruns
     it by two turns is stopped with an error. ``skipped``, if given, receives the ids of the
-    groups that were skipped. ``stratify``: balance the drawn tasks over a task field.
+    groups that were skipped, ``planned`` the ids of every selected group in task order (run or
+    skipped). ``stratify``: balance the drawn tasks over a task field.
     """
     if group_size < 1:
         raise ValueError(f"group_size must be >= 1, got {group_size}")
@@ -180,7 +182,7 @@ def rollout_groups(
     first = factory()
     env_id = _env_id_of(first, env_id)
     tasks = select_tasks(first.tasks(split), task_ids, n_tasks, seed, step, stratify)
-    plans = _plan_groups(tasks, run_id, step, env_id, seed, skip_group_ids, skipped)
+    plans = _plan_groups(tasks, run_id, step, env_id, seed, skip_group_ids, skipped, planned)
     if not plans:
         return []
     pending = _episodes(plans, group_size, seed, step)
@@ -217,11 +219,15 @@ def _plan_groups(
     seed: int,
     skip_group_ids: Collection[str],
     skipped: list[str] | None,
+    planned: list[str] | None = None,
 ) -> list[_Plan]:
-    """The groups of ``tasks`` still to run (ids in ``skip_group_ids`` go to ``skipped``)."""
+    """The groups of ``tasks`` still to run (ids in ``skip_group_ids`` go to ``skipped``; every
+    id, in task order, to ``planned``)."""
     plans = []
     for slot, task in enumerate(tasks):
         gid = _group_id(run_id, step, env_id, task.id, seed, slot)
+        if planned is not None:
+            planned.append(gid)
         if gid not in skip_group_ids:
             plans.append(_Plan(slot, task, gid))
         elif skipped is not None:
@@ -415,6 +421,7 @@ def rollout_to_store(
         return env
 
     skipped: list[str] = []
+    planned: list[str] = []
     writer = _StoreWriter(store)
     started = time.perf_counter()
     rollout_groups(
@@ -424,12 +431,12 @@ def rollout_to_store(
         on_group=writer,
         skip_group_ids=existing,
         skipped=skipped,
+        planned=planned,
         **kwargs,
     )
     wall = time.perf_counter() - started
-    return RolloutResult(
-        run_id, writer.stored, skipped, wall, float(probe.success_threshold), writer.failed
-    )
+    threshold = float(probe.success_threshold)
+    return RolloutResult(run_id, writer.stored, skipped, wall, threshold, writer.failed, planned)
 
 
 @dataclass

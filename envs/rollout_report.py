@@ -31,6 +31,9 @@ class RolloutResult:
     success_threshold: float = 1.0
     failed: list[dict[str, str]] = field(default_factory=list)
     """Groups rolled out but not stored: ``group_id``, ``task_id`` and the store's ``error``."""
+    group_ids: list[str] = field(default_factory=list)
+    """Every group of the task selection in task order: stored, skipped and failed (``groups``
+    is in the order they finished)."""
 
     def summary(self) -> dict[str, Any]:
         """``summarize`` of the stored groups plus ``run_id``, ``skipped_groups``,

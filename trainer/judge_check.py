@@ -41,7 +41,8 @@ from typing import TYPE_CHECKING, Any, Self
 
 from rankgym.envs.policies import make_policy
 from rankgym.envs.registry import make
-from rankgym.envs.rollout import rollout_groups
+from rankgym.envs.rollout import EnvFactory, rollout_groups, rollout_to_store
+from rankgym.errors import StoreError
 from rankgym.judges.calling import RetryPolicy
 from rankgym.judges.group_judge import GroupJudge, add_shuffles
 from rankgym.judges.method import JudgeMethod
@@ -206,36 +207,35 @@ def noise_levels(group_size: int) -> list[float]:
 
 
 def calibration_groups(cfg: CheckConfig, store: Store | None = None) -> list[Group]:
-    """Roll out (or load from ``store``, same ids) the calibration groups of ``cfg``."""
+    """Roll out (or load from ``store``, same ids) the calibration groups of ``cfg``, in task order.
 
+    With a store this is ``rollout_to_store`` (run ``judge-check-sS-gG``): each group is stored
+    as it ends, so an interrupted check resumes without rolling out the stored groups again.
+    Raises ``StoreError`` when a group could not be stored (a rerun retries it).
+    """
     spec = ",".join(f"oracle~{nz:g}" for nz in noise_levels(cfg.group_size))
-    run_id = f"{RUN_ID}-s{cfg.seed}-g{cfg.group_size}"
     kwargs: dict[str, Any] = dict(
         n_tasks=cfg.groups, group_size=cfg.group_size, split=cfg.split, seed=cfg.seed,
-        run_id=run_id, progress=False,
+        run_id=f"{RUN_ID}-s{cfg.seed}-g{cfg.group_size}", progress=False,
     )  # fmt: skip
-
-    def factory() -> Any:
-        return make(cfg.env_id, **cfg.env_kwargs)
-
+    factory = EnvFactory(lambda: make(cfg.env_id, **cfg.env_kwargs), cfg.env_id)
+    policy = make_policy(spec, seed=cfg.seed)
     if store is None:
-        return rollout_groups(factory, make_policy(spec, seed=cfg.seed), **kwargs)
-    have = set(store.group_ids())
-    kept: list[str] = []
-    new = rollout_groups(
-        factory, make_policy(spec, seed=cfg.seed), skip_group_ids=have, skipped=kept, **kwargs
-    )
-    for g in new:
-        g.env_id = cfg.env_id
-        store.put_group(g)
-    by_id = {g.id: g for g in new}
-    ids = kept + [g.id for g in new]
-    loaded = [by_id.get(i) or store.get_group(i) for i in ids]
-    _add_missing_tools(loaded, factory, cfg.split, store)
-    return sorted(loaded, key=lambda g: ids.index(g.id))
+        return rollout_groups(factory, policy, **kwargs)
+    res = rollout_to_store(store, factory, policy, **kwargs)
+    if res.failed:
+        f = res.failed[0]
+        raise StoreError(
+            f"{len(res.failed)} calibration groups could not be stored, the first "
+            f"{f['group_id']} (task {f['task_id']}): {f['error']}; rerun to retry them"
+        )
+    new = {g.id: g for g in res.groups}
+    groups = [new.get(i) or store.get_group(i) for i in res.group_ids]
+    _add_missing_tools(groups, factory, cfg.split, store)
+    return groups
 
 
-def _add_missing_tools(groups: list[Group], factory: Any, split: str, store: Store) -> None:
+def _add_missing_tools(groups: list[Group], factory: EnvFactory, split: str, store: Store) -> None:
     """Give groups stored before tools were kept (schema < 5) their env's tool schemas."""
     env = None
     for g in groups:
