@@ -59,6 +59,7 @@ __all__ = [
     "EnvFactory",
     "RolloutResult",
     "error_lines",
+    "first_then",
     "rollout_groups",
     "rollout_to_store",
     "select_tasks",
@@ -413,19 +414,12 @@ def rollout_to_store(
     existing = set(store.group_ids(run_id=run_id, step=step))
     factory, env_id = _env_factory(env)
     probe = factory()  # also the first episode's env
-    handed_out: list[Env] = []
-
-    def reuse_probe() -> Env:
-        env = probe if not handed_out else factory()
-        handed_out.append(env)
-        return env
-
     skipped: list[str] = []
     planned: list[str] = []
     writer = _StoreWriter(store)
     started = time.perf_counter()
     rollout_groups(
-        EnvFactory(reuse_probe, _env_id_of(probe, env_id)),
+        EnvFactory(first_then(probe, factory), _env_id_of(probe, env_id)),
         policy,
         run_id=run_id,
         on_group=writer,
@@ -437,6 +431,24 @@ def rollout_to_store(
     wall = time.perf_counter() - started
     threshold = float(probe.success_threshold)
     return RolloutResult(run_id, writer.stored, skipped, wall, threshold, writer.failed, planned)
+
+
+def first_then(first: Env, factory: Callable[[], Env]) -> Callable[[], Env]:
+    """A factory that hands out ``first`` (an env built already) once, then ``factory()``'s.
+
+    For a caller that needed an env before the rollout (its tasks, its splits): the rollout's
+    first episode reuses it instead of building another (an EmailSearch env loads its inboxes).
+    """
+    handed_out = False
+
+    def make_env() -> Env:
+        nonlocal handed_out
+        if handed_out:
+            return factory()
+        handed_out = True
+        return first
+
+    return make_env
 
 
 @dataclass

@@ -23,6 +23,7 @@ from rankgym.envs.judge_split import JUDGE_SPLIT
 from rankgym.errors import UserError
 
 if TYPE_CHECKING:
+    from rankgym.envs.base import Env
     from rankgym.envs.policies import Policy
     from rankgym.envs.policies.transformers import TransformersPolicy
 
@@ -50,11 +51,17 @@ def adapter_policy(adapter: str | Path, name: str, *, max_new_tokens: int = 64,
     return ctx.policy(name)
 
 
-def judge_tasks(env_id: str, env_kwargs: dict[str, Any] | None = None) -> int:
-    """How many tasks the judge split of ``env_id`` has; raises ``UserError`` when it has none."""
+def judge_tasks(
+    env_id: str, env_kwargs: dict[str, Any] | None = None, env: Env | None = None
+) -> int:
+    """How many tasks the judge split of ``env_id`` has; raises ``UserError`` when it has none.
+
+    ``env``: the env already built from ``env_id`` and ``env_kwargs`` (else one is made).
+    """
     from rankgym.envs.registry import make
 
-    env = make(env_id, **(env_kwargs or {}))
+    if env is None:
+        env = make(env_id, **(env_kwargs or {}))
     if JUDGE_SPLIT not in env.splits:
         raise UserError(
             f"env {env_id} has no {JUDGE_SPLIT!r} split (its splits: {', '.join(env.splits)}); "
@@ -83,18 +90,21 @@ def rollout_judge_split(
     ``group_size``, into the store at ``store_path`` (run ``judge-split:ENV``; a rerun resumes),
     at most ``max_concurrent`` episodes in flight (None = all at once).
 
-    Returns ``{"env", "run_id", "groups", "trajectories", "mean_verifiable_reward"}``.
+    The env that counts the split's tasks is the rollout's first env (an EmailSearch env
+    builds or loads its inboxes, so it is built once). Returns ``{"env", "run_id", "groups",
+    "new_groups", "trajectories", "mean_verifiable_reward"}``.
     """
     from rankgym.envs.registry import make
-    from rankgym.envs.rollout import rollout_to_store
+    from rankgym.envs.rollout import first_then, rollout_to_store
     from rankgym.store import Store
 
-    available = judge_tasks(env_id, env_kwargs)
+    first = make(env_id, **(env_kwargs or {}))
+    available = judge_tasks(env_id, env_kwargs, first)
     run_id = f"{ROLLOUT_RUN}:{env_id}"
     with Store(str(store_path)) as store:
         res = rollout_to_store(
             store,
-            lambda: make(env_id, **(env_kwargs or {})),
+            first_then(first, lambda: make(env_id, **(env_kwargs or {}))),
             policy,
             run_id=run_id,
             n_tasks=min(tasks or available, available),

@@ -4,10 +4,15 @@ judge-split tasks (train tasks GRPO never draws)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from rankgym.envs.judge_split import in_judge_split
+import gymnasium
+
+from rankgym.envs.base import Env, Task
+from rankgym.envs.judge_split import JUDGE_SPLIT, in_judge_split
 from rankgym.envs.policies.base import Generation, Row
 from rankgym.envs.policies.scripted import OraclePolicy
+from rankgym.envs.rollout import select_tasks
 from rankgym.store import Store
 from rankgym.trainer.judge_rollout import MAX_CONCURRENT, rollout_judge_split
 
@@ -49,3 +54,46 @@ def test_every_rolled_out_task_is_a_judge_split_task_of_all_families(tmp_path: P
         tasks = {s.get_group(g).task_id for g in s.group_ids()}
     assert len(tasks) == 68 and all(in_judge_split(t) for t in tasks)
     assert {t.split("-")[1] for t in tasks} == {"calc", "units", "dates", "lookup", "strings"}
+
+
+COUNTED = "judgetest/Counted-v0"
+
+
+class CountedEnv(Env):
+    """A one-turn env with a judge split that counts how many of it were built."""
+
+    env_id = COUNTED
+    max_turns = 1
+    splits = ("train", JUDGE_SPLIT, "test")
+    built = 0
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(**kw)
+        CountedEnv.built += 1
+
+    def tasks(self, split: str = "train") -> list[Task]:
+        return [
+            Task(id=f"{split}-{i}", prompt=f"Say {i}.", answer=i, split=split) for i in range(6)
+        ]
+
+    def verify(self, task: Task, answer: Any, state: Any) -> float:
+        return float(str(task.answer) == (answer or "").strip())
+
+    def oracle(self, task: Task) -> list[dict[str, Any]]:
+        return [{"role": "assistant", "content": str(task.answer)}]
+
+
+gymnasium.register(id=COUNTED, entry_point=CountedEnv)
+
+
+def test_the_env_that_counts_the_judge_split_is_the_rollouts_first_env(tmp_path: Path) -> None:
+    expected = select_tasks(CountedEnv().tasks(JUDGE_SPLIT), n_tasks=4, seed=3)
+    CountedEnv.built = 0
+    res = rollout_judge_split(
+        OraclePolicy(), COUNTED, tmp_path / "r.db", tasks=4, group_size=2, seed=3, max_concurrent=2
+    )
+    assert CountedEnv.built == 4 * 2  # one env per episode, none built only to count tasks
+    assert res["groups"] == 4 and res["mean_verifiable_reward"] == 1.0
+    with Store(tmp_path / "r.db", readonly=True) as s:
+        stored = [s.get_group(g).task_id for g in s.group_ids()]
+    assert sorted(stored) == sorted(t.id for t in expected)
