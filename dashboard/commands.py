@@ -153,4 +153,4 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
     return {"store": str(store), "url": url, "exit_code": rc}
 
 
-DASHBOARD = Command("dashboard", "open the Streamlit dashboard", _add_arguments, _run)
+DASHBOARD = Command("dashboard", _add_arguments, _run)

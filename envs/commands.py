@@ -108,7 +108,6 @@ def _envs_run(args: argparse.Namespace) -> dict[str, Any]:
 
 ENVS = Command(
     name="envs",
-    help="list registered environments",
     add_arguments=_envs_arguments,
     run=_envs_run,
 )
@@ -195,7 +194,6 @@ def _new_env_run(args: argparse.Namespace) -> dict[str, Any]:
 
 NEW_ENV = Command(
     name="new-env",
-    help="scaffold an installable env package",
     add_arguments=_new_env_arguments,
     run=_new_env_run,
 )

@@ -245,7 +245,6 @@ def _print_summary(s: dict[str, Any]) -> None:
 
 ROLLOUT = Command(
     name="rollout",
-    help="roll out groups of trajectories into a store",
     add_arguments=_add_arguments,
     run=_run,
 )

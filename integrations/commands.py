@@ -35,4 +35,4 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
     return summary
 
 
-IMPORT_ART = Command("import-art", "import OpenPipe ART trajectories into a store", _args, _run)
+IMPORT_ART = Command("import-art", _args, _run)

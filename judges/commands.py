@@ -243,7 +243,7 @@ def _judge_all(
     return summary
 
 
-JUDGE = Command("judge", "judge every unjudged group in a store", _judge_args, _judge)
+JUDGE = Command("judge", _judge_args, _judge)
 
 
 def _agreement_args(p: argparse.ArgumentParser) -> None:
@@ -296,4 +296,4 @@ def _agreement(args: argparse.Namespace) -> dict[str, Any]:
     return {**report, "disagreements": json.loads(json.dumps(rows))}
 
 
-AGREEMENT = Command("agreement", "judge vs human/verifier agreement", _agreement_args, _agreement)
+AGREEMENT = Command("agreement", _agreement_args, _agreement)

@@ -32,17 +32,18 @@ class Command:
     """A subcommand: how to declare its arguments and how to run it.
 
     ``run`` returns the summary dict printed by ``--json``; in text mode it prints its own
-    human-readable output to stdout.
+    human-readable output to stdout. Its one-line help is not here but in :data:`SUBCOMMANDS`,
+    the one place ``rankgym --help`` reads (without importing any command module).
     """
 
     name: str
-    help: str
     add_arguments: Callable[[argparse.ArgumentParser], None]
     run: Callable[[argparse.Namespace], dict[str, Any] | None]
 
 
 # name -> (module, one-line help); the module defines the Command as the name in upper case
-# (`new-env` -> `NEW_ENV`). Help is duplicated here so `--help` imports nothing.
+# (`new-env` -> `NEW_ENV`). The help lives only here, so `--help` imports nothing; keep each
+# under 56 characters so `rankgym --help` fits it beside its name in 80 columns.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "envs": ("rankgym.envs.commands", "list registered environments"),
     "new-env": ("rankgym.envs.commands", "scaffold an installable env package"),
@@ -53,10 +54,13 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "rankgym.trainer.judge_check_command",
         "measure whether a judge tells good from bad",
     ),
-    "judge-train": ("rankgym.trainer.judge_train_command", "train a judge LoRA"),
+    "judge-train": (
+        "rankgym.trainer.judge_train_command",
+        "train a pairwise judge LoRA and compare it",
+    ),
     "train": ("rankgym.trainer.commands", "GRPO training from a TOML config"),
     "eval": ("rankgym.trainer.commands", "held-out success of base vs adapter"),
-    "sft": ("rankgym.trainer.commands", "supervised warm start on demonstrations"),
+    "sft": ("rankgym.trainer.commands", "supervised warm start (LoRA) on demonstrations"),
     "demo": ("rankgym.trainer.demo", "the main job on the embedded model, CPU only"),
     "dashboard": ("rankgym.dashboard.commands", "open the Streamlit dashboard"),
     "export": ("rankgym.commands", "export a store to JSONL or Parquet"),
@@ -84,14 +88,32 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--verbose", "-v", action="store_true", help="debug logging to stderr")
 
 
+def commands_table() -> str:
+    """The ``commands:`` section of ``rankgym --help``: each subcommand and its one-line help.
+
+    Written here rather than by argparse, which measures subcommand names two columns short
+    and so put the help of the longest (``judge-check``) on a line of its own.
+    """
+    width = max(map(len, SUBCOMMANDS)) + 2
+    rows = (f"  {name:<{width}}{text}" for name, (_, text) in SUBCOMMANDS.items())
+    return "\n".join(["commands:", *rows])
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The `rankgym` parser; only the subcommand ``only`` gets its own arguments (the others
+    are not imported)."""
     parser = argparse.ArgumentParser(
         prog="rankgym",
+        usage="%(prog)s [-h] COMMAND ...",
         description="Agent environments judged as groups, GRPO on the scores, and a dashboard.",
+        epilog=commands_table(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(
+        dest="command", metavar="COMMAND", help=argparse.SUPPRESS, prog="rankgym"
+    )
     for name, (_, help_text) in SUBCOMMANDS.items():
-        p = sub.add_parser(name, help=help_text, description=help_text)
+        p = sub.add_parser(name, description=help_text)
         _common(p)
         if name == only:
             cmd = _load(name)

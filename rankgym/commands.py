@@ -47,4 +47,4 @@ def _export(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-EXPORT = Command("export", "export a store to JSONL or Parquet", _export_args, _export)
+EXPORT = Command("export", _export_args, _export)

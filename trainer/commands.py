@@ -78,7 +78,7 @@ def _train_run(args: argparse.Namespace) -> dict[str, Any]:
     return summary
 
 
-TRAIN = Command("train", "GRPO training from a TOML config", _train_arguments, _train_run)
+TRAIN = Command("train", _train_arguments, _train_run)
 
 
 def _time_cap_line(phase: str, stats: dict[str, Any]) -> str:
@@ -144,8 +144,7 @@ def _sft_run(args: argparse.Namespace) -> dict[str, Any]:
     return summary
 
 
-_SFT_HELP = "supervised warm start (LoRA) on demonstrations rendered as the policy sees them"
-SFT = Command("sft", _SFT_HELP, _sft_arguments, _sft_run)
+SFT = Command("sft", _sft_arguments, _sft_run)
 
 
 # ---- rankgym eval -----------------------------------------------------------------------------
@@ -269,7 +268,7 @@ def _eval_run(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-EVAL = Command("eval", "held-out success of base vs adapter", _eval_arguments, _eval_run)
+EVAL = Command("eval", _eval_arguments, _eval_run)
 
 
 from rankgym.trainer.demo import DEMO, demo_config  # noqa: E402  (re-exported)

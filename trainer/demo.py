@@ -379,7 +379,6 @@ def _demo_run(args: argparse.Namespace) -> dict[str, Any]:
 
 DEMO = Command(
     name="demo",
-    help="the main job on the embedded model, CPU only",
     add_arguments=_demo_arguments,
     run=_demo_run,
 )

@@ -129,4 +129,4 @@ def format_check(r: CheckReport, store: str | Path) -> str:
     return "\n".join(lines)
 
 
-JUDGE_CHECK = Command("judge-check", "measure whether a judge tells good from bad", _args, _run)
+JUDGE_CHECK = Command("judge-check", _args, _run)

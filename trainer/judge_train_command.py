@@ -218,7 +218,6 @@ def _f(x: float | None) -> str:
 
 JUDGE_TRAIN = Command(
     name="judge-train",
-    help="train a pairwise judge LoRA from verifier/human labels and compare it",
     add_arguments=_args,
     run=_run,
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from typing import Literal
@@ -9,19 +10,33 @@ from typing import Literal
 import pytest
 from pydantic import BaseModel, ConfigDict
 
-from rankgym.cli import SUBCOMMANDS, build_parser
+from rankgym.cli import SUBCOMMANDS, _load, build_parser
 from rankgym.config import ConfigError, load_config
 
 ALL_COMMANDS = ("envs", "new-env", "rollout", "judge", "agreement", "train", "demo", "dashboard", "export", "eval")  # fmt: skip
 
 
-def test_help_lists_all_subcommands():
+def test_help_lists_every_subcommand_with_its_one_line_help_in_80_columns():
     out = subprocess.run(
-        [sys.executable, "-m", "rankgym", "--help"], capture_output=True, text=True, check=True
+        [sys.executable, "-m", "rankgym", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "COLUMNS": "80"},
     )
-    for name in ALL_COMMANDS:
-        assert name in out.stdout
+    lines = out.stdout.splitlines()
+    assert lines[0] == "usage: rankgym [-h] COMMAND ..."
+    rows = [line.split(None, 1) for line in lines[lines.index("commands:") + 1 :]]
+    listed = {row[0]: row[1] if len(row) > 1 else "" for row in rows}
+    assert all(len(line) <= 80 for line in lines)
+    assert listed == {name: text for name, (_, text) in SUBCOMMANDS.items()}
     assert set(SUBCOMMANDS) >= set(ALL_COMMANDS)
+
+
+def test_every_subcommand_module_declares_its_command_under_that_name():
+    for name in SUBCOMMANDS:
+        cmd = _load(name)
+        assert cmd is not None and cmd.name == name, name
 
 
 def test_every_subcommand_takes_json_and_quiet():
