@@ -257,6 +257,9 @@ class JudgeTrainSection(_Section):
     )
     human_weight: float = Field(1.0, ge=0.0, le=1000.0)
     """Loss weight of pairs labelled by people."""
+    tie_ratio: float = Field(0.0, ge=0.0, le=100.0)
+    """Tie pairs (equal verifier rewards, target 0.5) per decided pair, at most (``rankgym
+    judge-train --tie-ratio``); 0 = none."""
     max_train_pairs: int = Field(150, ge=1, le=1_000_000)
     max_heldout_pairs: int = Field(60, ge=1, le=1_000_000)
     heldout_fraction: float = Field(0.3, gt=0.0, lt=1.0)

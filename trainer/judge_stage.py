@@ -54,7 +54,7 @@ def _job(cfg: TrainConfig, jt: JudgeTrainSection, out: Path, stores: list[str]) 
     )  # fmt: skip
     return JudgeTrainJob(
         out, stores=stores, base=_judge_base(cfg),
-        sources=tuple(jt.sources), human_weight=jt.human_weight,
+        sources=tuple(jt.sources), human_weight=jt.human_weight, tie_ratio=jt.tie_ratio,
         max_train_pairs=jt.max_train_pairs, max_per_task=jt.max_pairs_per_task,
         max_heldout_pairs=jt.max_heldout_pairs, heldout_fraction=jt.heldout_fraction,
         train=train, compare_with=(),

@@ -160,3 +160,20 @@ def test_bad_tie_ratio_and_init_adapter_are_one_line_errors(tmp_path: Path, caps
         check_job(JudgeTrainJob(tmp_path / "o", stores=[store], init_adapter=str(tmp_path)))
     with pytest.raises(UserError, match="--tie-ratio must be a number in"):
         check_job(JudgeTrainJob(tmp_path / "o", stores=[store], tie_ratio=float("nan")))
+
+
+def test_the_judge_train_stage_passes_its_tie_ratio_key_and_rejects_a_negative_one(tmp_path: Path):  # fmt: skip
+    from rankgym.config import validate_config
+    from rankgym.errors import UserError
+    from rankgym.trainer.config import TrainConfig
+    from rankgym.trainer.demo import demo_config
+    from rankgym.trainer.judge_stage import _job
+
+    raw = demo_config(str(tmp_path / "run"), 1, "judge", 0)
+    raw["judge_train"] = {"tie_ratio": 0.5}
+    cfg = validate_config(raw, TrainConfig)
+    assert cfg.judge_train is not None
+    assert _job(cfg, cfg.judge_train, tmp_path / "jt", []).tie_ratio == 0.5
+    raw["judge_train"] = {"tie_ratio": -1}
+    with pytest.raises((UserError, ValueError), match="tie_ratio"):
+        validate_config(raw, TrainConfig)
