@@ -17,10 +17,9 @@ import time
 from typing import Any
 
 from rankgym.cli import Command
-from rankgym.envs.base import Env
 from rankgym.envs.policies import make_policy
 from rankgym.envs.registry import UnknownEnvError, make
-from rankgym.envs.rollout import EnvFactory, rollout_to_store
+from rankgym.envs.rollout import EnvFactory, first_then, rollout_to_store
 from rankgym.envs.rollout_report import error_lines
 from rankgym.errors import UserError
 from rankgym.model import set_torch_threads
@@ -191,11 +190,8 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
         "temperature": args.temperature,
         "top_p": args.top_p,
     }
-    made = [env]  # hand the env made above to the first episode, then make fresh ones
-
-    def factory() -> Env:
-        return made.pop() if made else make(args.env, **env_kwargs)
-
+    # the env made above is the first episode's, then fresh ones
+    factory = first_then(env, lambda: make(args.env, **env_kwargs))
     store = Store(args.store)
     try:
         result = rollout_to_store(
