@@ -23,7 +23,13 @@ ties the lean to the shorter / fewer-calls trajectory and mean |P - 0.5|
     .venv/bin/python bench/onpolicy_judge.py rejudge /tmp/h4/s4/ablB/<arm>/store.db \
         --judge local/smollm2@/tmp/h2/s5/judgeC/adapter --decided --cache /tmp/h2/s5/rejudge
 
-What it does not do: ``heldout`` and ``arm`` judge nothing (they read stored verdicts);
+``ties OUT --judge MODEL --sample N``: a seeded sample of the held-out tie pairs of a
+``judge-train --tie-ratio`` run (``data/heldout_ties.jsonl``) judged by ``MODEL``: its lean to
+the shorter / fewer-calls trajectory and mean |P - 0.5| (what ``report.json`` ``ties`` gives
+for all of them). ``tied STORE``: the monitor's tied-shorter row per step of a stored run
+(``trainer/monitor_tied.py``), e.g. for runs logged before the monitor had it.
+
+What it does not do: ``heldout``, ``arm`` and ``tied`` judge nothing (they read stored verdicts);
 ``rejudge`` runs the judges it is given, nothing else.
 """
 
@@ -179,6 +185,37 @@ def rejudge(store_path: str, judges: list[str], with_decided: bool, cache: Path)
                       f"over {len(ok)} presentations")  # fmt: skip
 
 
+def ties(out: Path, judge: str, sample: int, cache: Path) -> None:
+    """Print ``tie_stats`` of ``judge`` on a seeded sample of ``out``'s held-out tie pairs."""
+    from rankgym.judges.judge_compare import judge_pairs, litellm_respond
+    from rankgym.judges.judge_data import read_jsonl
+    from rankgym.judges.prompt import default_rubric
+    from rankgym.trainer.judge_pipeline import tie_stats
+
+    pairs = read_jsonl(out / "data" / "heldout_ties.jsonl")
+    pairs = random.Random(0).sample(pairs, min(sample, len(pairs)))
+    if cache.is_file():
+        rows = json.loads(cache.read_text())
+    else:
+        rows = judge_pairs(litellm_respond(judge), pairs, default_rubric(), True, desc="ties")
+        cache.write_text(json.dumps(rows))
+    print(judge, json.dumps(tie_stats(rows, pairs)))
+
+
+def tied(store_path: str) -> None:
+    """Print the monitor's tied-shorter row per step of ``store_path`` and over the run."""
+    from rankgym.trainer.monitor_tied import tied_shorter, tied_unit
+
+    with Store(store_path, readonly=True) as s:
+        groups = [s.get_group(g) for g in s.group_ids()]
+    units = [u for g in groups if (u := tied_unit(g, g.step)) is not None]
+    for step in sorted({g.step for g in groups}):
+        n, rate = tied_shorter([u for u in units if u.step == step])
+        print(f"step {step}: tied-shorter {rate if rate is None else round(rate, 2)} of {n}")
+    n, rate = tied_shorter(units)
+    print(f"run: tied-shorter {rate if rate is None else round(rate, 2)} of {n}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -192,8 +229,19 @@ def main() -> None:
     r.add_argument("--judge", action="append", required=True, metavar="MODEL")
     r.add_argument("--decided", action="store_true", help="also the pairs the verifier separates")
     r.add_argument("--cache", type=Path, default=Path("/tmp/onpolicy-rejudge"))
+    t = sub.add_parser("ties")
+    t.add_argument("out", type=Path)
+    t.add_argument("--judge", required=True, metavar="MODEL")
+    t.add_argument("--sample", type=int, default=40)
+    t.add_argument("--cache", type=Path, default=Path("/tmp/onpolicy-ties.json"))
+    d = sub.add_parser("tied")
+    d.add_argument("store")
     args = ap.parse_args()
-    if args.cmd == "heldout":
+    if args.cmd == "ties":
+        ties(args.out, args.judge, args.sample, args.cache)
+    elif args.cmd == "tied":
+        tied(args.store)
+    elif args.cmd == "heldout":
         heldout(args.out, args.policy_store)
     elif args.cmd == "rejudge":
         rejudge(args.store, args.judge, args.decided, args.cache)
