@@ -160,7 +160,7 @@ def rejudge(store_path: str, judges: list[str], with_decided: bool, cache: Path)
 
     from rankgym.judges.judge_compare import judge_pairs, litellm_respond
     from rankgym.judges.prompt import default_rubric
-    from rankgym.trainer.judge_pipeline import tie_stats
+    from rankgym.trainer.judge_tie_check import tie_stats
 
     decided, tied = store_pairs(store_path)
     cache.mkdir(parents=True, exist_ok=True)
@@ -190,7 +190,7 @@ def ties(out: Path, judge: str, sample: int, cache: Path) -> None:
     from rankgym.judges.judge_compare import judge_pairs, litellm_respond
     from rankgym.judges.judge_data import read_jsonl
     from rankgym.judges.prompt import default_rubric
-    from rankgym.trainer.judge_pipeline import tie_stats
+    from rankgym.trainer.judge_tie_check import tie_stats
 
     pairs = read_jsonl(out / "data" / "heldout_ties.jsonl")
     pairs = random.Random(0).sample(pairs, min(sample, len(pairs)))

@@ -404,6 +404,8 @@ def run_judge_train(job: JudgeTrainJob, progress: bool = False) -> dict[str, Any
         summary["comparison"] = _compare(job, heldout, summary["judge"], progress)
         ties_file = out / "data" / "heldout_ties.jsonl"
         if ties_file.is_file():
+            from rankgym.trainer.judge_tie_check import tie_check
+
             summary["ties"] = tie_check(job, read_jsonl(ties_file), summary["judge"], progress)
         summary["seconds"]["compare"] = time.perf_counter() - t_done
     summary["seconds"]["total"] = time.perf_counter() - t0
@@ -422,77 +424,6 @@ def _with_lora(model: Any, job: JudgeTrainJob) -> Any:
     from peft import PeftModel
 
     return PeftModel.from_pretrained(model, job.init_adapter, is_trainable=True)
-
-
-def tie_stats(rows: list[dict[str, Any]], pairs: list[PairItem]) -> dict[str, Any]:
-    """How a judge treats tie pairs, from :func:`judge_pairs` rows (winner slot = the longer).
-
-    ``p_longer``: mean P(the longer is better) over presentations; ``prefers_shorter``: share
-    of pairs (both orders averaged) where the shorter scored higher, counting an even split as
-    half; ``prefers_fewer_calls`` the same for tool calls (pairs whose counts differ);
-    ``mean_abs_dev``: mean |P - 0.5| per presentation. An indifferent judge: 0.5, 0.5, 0.5, 0.
-    """
-    from rankgym.judges.judge_data import tool_call_count
-
-    by_pair: dict[str, list[float]] = {}
-    for r in rows:
-        if r.get("winner") is None:
-            continue
-        total = float(r["winner"]) + float(r["loser"])
-        by_pair.setdefault(r["pair"], []).append(float(r["winner"]) / total if total > 0 else 0.5)  # fmt: skip
-    items = {p.id: p for p in pairs}
-    ps = [x for v in by_pair.values() for x in v]
-
-    def lean(ids: list[str], shorter_is_loser: dict[str, bool]) -> float | None:
-        if not ids:
-            return None
-        vals = []
-        for i in ids:
-            m = sum(by_pair[i]) / len(by_pair[i])
-            s = 1.0 - m if shorter_is_loser[i] else m
-            vals.append(1.0 if s > 0.5 else 0.5 if s == 0.5 else 0.0)
-        return sum(vals) / len(vals)
-
-    ids = [i for i in by_pair if i in items]
-    calls = {i: tool_call_count(items[i].winner) - tool_call_count(items[i].loser) for i in ids}
-    return {
-        "pairs": len(ids),
-        "p_longer": sum(ps) / len(ps) if ps else None,
-        "prefers_shorter": lean(ids, dict.fromkeys(ids, True)),
-        "prefers_fewer_calls": lean([i for i in ids if calls[i]], {i: calls[i] > 0 for i in ids}),
-        "calls_differ": sum(1 for i in ids if calls[i]),
-        "mean_abs_dev": sum(abs(x - 0.5) for x in ps) / len(ps) if ps else None,
-        "failed_calls": sum(1 for r in rows if r.get("winner") is None),
-    }
-
-
-def tie_check(
-    job: JudgeTrainJob, ties: list[PairItem], trained: str | None, progress: bool
-) -> dict[str, dict[str, Any]]:
-    """:func:`tie_stats` of ``job.compare_with`` and ``trained`` on held-out tie pairs (rows
-    cached in ``work/judged/`` like the comparison's); also written to ``ties.json``."""
-    from rankgym.judges.local_provider import adapter_fingerprint
-
-    rubric = default_rubric()
-    cache = job.out / "work" / "judged"
-    cache.mkdir(parents=True, exist_ok=True)
-    ids = [p.id for p in ties]
-    report = {}
-    for m in [*job.compare_with, *([trained] if trained else [])]:
-        key = hashlib.sha256(f"ties|{m}|{adapter_fingerprint(m)}|{ids}".encode()).hexdigest()[:16]
-        path = cache / f"ties-{key}.json"
-        if path.is_file():
-            rows = json.loads(path.read_text())
-        else:
-            rows = judge_pairs(litellm_respond(m), ties, rubric, progress, desc=m[-40:])
-            tmp = path.with_name(path.name + ".tmp")
-            tmp.write_text(json.dumps(rows))
-            os.replace(tmp, path)
-        report[m] = tie_stats(rows, ties)
-    tmp = job.out / "ties.json.tmp"
-    tmp.write_text(json.dumps(report, indent=2))
-    os.replace(tmp, job.out / "ties.json")
-    return report
 
 
 def _compare(

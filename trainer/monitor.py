@@ -348,7 +348,7 @@ class JudgeMonitor:
             is not None
         ]
         self.units = [u for u in self.units if u.step != step] + new  # a step seen again replaces
-        tied = [u for g in groups if (u := tied_unit(g, step)) is not None]
+        tied = [tu for g in groups if (tu := tied_unit(g, step)) is not None]
         self.tied = [u for u in self.tied if u.step != step] + tied
         return new
 
