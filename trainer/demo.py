@@ -226,6 +226,8 @@ def monitor_fields(mon: dict[str, Any] | None) -> dict[str, Any]:
         "judge_top_fail_rate": mon.get("top_fail_rate"),
         "judge_monitor_pairs": mon.get("pairs"),
         "judge_monitor_groups": mon.get("groups"),
+        "judge_tied_shorter": mon.get("tied_shorter"),
+        "judge_monitor_tied_pairs": mon.get("tied_pairs"),
     }
 
 
@@ -239,6 +241,7 @@ def monitor_sentence(mon: dict[str, Any] | None) -> str:
 
     tau = "undefined" if mon.get("tau") is None else f"{mon['tau']:+.2f}"
     top = mon.get("top_fail_rate")
+    tied = mon.get("tied_shorter")
     return (
         f"judge monitor (judge vs verifier on this policy's GRPO groups, {mon['pairs']} pairs in "
         f"{mon['groups']} groups): pairwise {mon['pairwise']:.2f}{ci(mon.get('pairwise_ci'), '.2f')}"
@@ -246,6 +249,12 @@ def monitor_sentence(mon: dict[str, Any] | None) -> str:
         + (
             f", its top trajectory failed the verifier in {top:.0%} of groups"
             if top is not None
+            else ""
+        )
+        + (
+            f"; of {mon['tied_pairs']} pairs the verifier ties it preferred the shorter "
+            f"{tied:.2f} (0.5 = no length lean)"
+            if tied is not None
             else ""
         )
     )

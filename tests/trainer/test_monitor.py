@@ -246,6 +246,10 @@ def test_a_good_judge_is_not_stopped_and_the_envs_tools_reach_its_prompt(tiny, f
     assert fields["judge_pairwise_on_policy"] == 1.0 and fields["judge_top_fail_rate"] == 0.0
     assert fields["judge_tau_on_policy"] == mon["tau"]
     assert "pairwise 1.00 [1.00, 1.00] (0.5 = chance)" in monitor_sentence(mon)
+    assert fields["judge_tied_shorter"] == mon["tied_shorter"]
+    assert fields["judge_monitor_tied_pairs"] == mon["tied_pairs"]
+    tied = {**mon, "tied_pairs": 7, "tied_shorter": 0.71}
+    assert "of 7 pairs the verifier ties it preferred the shorter 0.71" in monitor_sentence(tied)
     # the tools section of every judge request lists the env's tool, schema and description
     for messages in fake.requests:
         tools = re.search(r"<tools>\n(.*?)\n</tools>", messages[-1]["content"], re.DOTALL)
