@@ -192,6 +192,14 @@ def judge_losses(logits: Any, batch: dict[str, Any], gamma: float) -> dict[str, 
     return {"sft": sft, **pair_losses(gap, batch, gamma)}
 
 
+def model_judge_losses(model: Any, batch: dict[str, Any], gamma: float) -> dict[str, Any]:
+    """:func:`judge_losses` of ``model`` on ``batch`` without full-vocabulary logits (what
+    training uses): ``logprobs.judge_losses_chunked``'s SFT loss and gaps, then
+    :func:`pair_losses`. Its SFT term is unweighted (``judge_losses`` weights it per row)."""
+    chunked = judge_losses_chunked(model, batch)
+    return {"sft": chunked["sft"], **pair_losses(chunked["gap"].float(), batch, gamma)}
+
+
 def pair_losses(gap: Any, batch: dict[str, Any], gamma: float) -> dict[str, Any]:
     """Margin and tie losses from per-row ``gap`` = logp(correct) - logp(wrong).
 
@@ -403,9 +411,8 @@ def train_judge(
             )
         chunk = [examples[i] for i in batches_by_epoch[epoch][k]]
         batch = build_batch(chunk, pad)
-        with _autocast(model, cfg.bf16):  # = judge_losses, without full-vocabulary logits
-            chunked = judge_losses_chunked(model, batch, cfg.gamma)
-        parts = {"sft": chunked["sft"], **pair_losses(chunked["gap"].float(), batch, cfg.gamma)}
+        with _autocast(model, cfg.bf16):
+            parts = model_judge_losses(model, batch, cfg.gamma)
         loss = (
             cfg.lambda_sft * parts["sft"]
             + cfg.lambda_margin * parts["margin"]

@@ -194,10 +194,14 @@ def masked_logprobs(
     )
 
 
-def judge_losses_chunked(model: Any, batch: dict[str, Any], gamma: float) -> dict[str, Any]:
-    """``trainer.judge_train.judge_losses`` of ``model`` on ``batch`` (its ``build_batch``),
-    computed from the log-probs it reads instead of the logits of every kept position: the
-    correct and wrong verdict at each row's decision place, and each SFT label."""
+def judge_losses_chunked(model: Any, batch: dict[str, Any]) -> dict[str, Any]:
+    """The SFT loss and per-row verdict gap of ``model`` on ``batch`` (``trainer.judge_train``'s
+    ``build_batch``), from the log-probs it reads instead of the logits of every kept position:
+    the correct and wrong verdict at each row's decision place, and each SFT label.
+
+    ``sft``: mean token cross-entropy over label positions (unweighted; 0 with none); ``gap``:
+    logp(correct) - logp(wrong) per row. The margin and tie losses over ``gap`` are
+    ``judge_train.pair_losses``; ``judge_train.model_judge_losses`` puts the two together."""
     ids, labels, dec = batch["input_ids"], batch["labels"], batch["decision"]
     n = ids.shape[0]
     rows = torch.arange(n, device=ids.device)
@@ -213,13 +217,7 @@ def judge_losses_chunked(model: Any, batch: dict[str, Any], gamma: float) -> dic
     )
     gap = lp[:n] - lp[n : 2 * n]
     sft = -lp[2 * n :].mean() if lr.numel() else lp.sum() * 0.0
-    return {
-        "sft": sft,
-        "margin": torch.relu(gamma - gap).mean(),
-        "gap": gap,
-        "logp_gap": gap.detach().mean(),
-        "accuracy": (gap.detach() > 0).float().mean(),
-    }
+    return {"sft": sft, "gap": gap}
 
 
 def full_logits_logprobs(model: Any, mb: LossRows, temperature: float = 1.0) -> torch.Tensor:

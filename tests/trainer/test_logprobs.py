@@ -100,8 +100,7 @@ def test_chunked_logprobs_under_bf16_autocast_stay_close_to_fp32():
 
 
 def test_judge_losses_from_chunked_logprobs_equal_those_from_full_logits():
-    from rankgym.trainer.judge_train import Example, build_batch, judge_losses
-    from rankgym.trainer.logprobs import judge_losses_chunked
+    from rankgym.trainer.judge_train import Example, build_batch, judge_losses, model_judge_losses
 
     model, _ = tiny_model(seed=3)
     examples = [
@@ -118,11 +117,11 @@ def test_judge_losses_from_chunked_logprobs_equal_those_from_full_logits():
             logits_to_keep=b["keep"],
         ).logits
         want = judge_losses(full, b, gamma)
-        got = judge_losses_chunked(model, b, gamma)
+        got = model_judge_losses(model, b, gamma)  # what judge training computes
         for k in want:
             assert float(got[k].detach()) == pytest.approx(float(want[k].detach()), abs=1e-5), k
     g1 = torch.autograd.grad(want["sft"] + want["margin"], model.model.layers[0].mlp.up_proj.weight)
     g2 = torch.autograd.grad(got["sft"] + got["margin"], model.model.layers[0].mlp.up_proj.weight)
     torch.testing.assert_close(g2[0], g1[0], rtol=1e-4, atol=1e-7)
     only_margin = build_batch(examples[1:2], pad_id=0)
-    assert float(judge_losses_chunked(model, only_margin, 0.7)["sft"]) == 0.0
+    assert float(model_judge_losses(model, only_margin, 0.7)["sft"]) == 0.0
