@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from typing import TYPE_CHECKING, Any
 
 from rankgym.judges.judge_compare import judge_pairs, litellm_respond
@@ -71,6 +70,7 @@ def tie_check(
     """:func:`tie_stats` of ``job.compare_with`` and ``trained`` on held-out tie pairs (rows
     cached in ``work/judged/`` like the comparison's); also written to ``ties.json``."""
     from rankgym.judges.local_provider import adapter_fingerprint
+    from rankgym.trainer.checkpoint import write_json_atomic  # imports torch: not at module load
 
     rubric = default_rubric()
     cache = job.out / "work" / "judged"
@@ -84,11 +84,7 @@ def tie_check(
             rows = json.loads(path.read_text())
         else:
             rows = judge_pairs(litellm_respond(m), ties, rubric, progress, desc=m[-40:])
-            tmp = path.with_name(path.name + ".tmp")
-            tmp.write_text(json.dumps(rows))
-            os.replace(tmp, path)
+            write_json_atomic(path, rows)
         report[m] = tie_stats(rows, ties)
-    tmp = job.out / "ties.json.tmp"
-    tmp.write_text(json.dumps(report, indent=2))
-    os.replace(tmp, job.out / "ties.json")
+    write_json_atomic(job.out / "ties.json", report)
     return report
