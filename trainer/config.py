@@ -194,6 +194,10 @@ class SFTSection(_Section):
     """Env kwargs for the demonstrations (oracle/store); default: ``env.kwargs``."""
     tasks: int | None = Field(None, ge=1, le=1_000_000)
     """For ``oracle``: how many train tasks to demonstrate (default: all of them)."""
+    judge_split: bool = True
+    """For ``oracle``: demonstrate the env's ``judge`` split too. Those train tasks are kept
+    from GRPO (the judge learns from them), not from SFT: with them, the judge's data comes from
+    a policy that saw its tasks in SFT as it saw GRPO's (and SFT has all the train tasks)."""
     steps: int = Field(60, ge=1, le=1_000_000)
     batch_size: int = Field(8, ge=1, le=1024)
     lr: float = Field(4e-4, gt=0.0, le=1.0)
@@ -260,6 +264,9 @@ class JudgeTrainSection(_Section):
     tie_ratio: float = Field(0.0, ge=0.0, le=100.0)
     """Tie pairs (equal verifier rewards, target 0.5) per decided pair, at most (``rankgym
     judge-train --tie-ratio``); 0 = none."""
+    tie_loss: Literal["presentation", "served"] = "presentation"
+    """What the tie loss pulls to 0.5 (``rankgym judge-train --tie-loss``): each presentation's
+    P(first better), or ``served``: the pair's order-averaged P, the score GRPO reads."""
     max_train_pairs: int = Field(150, ge=1, le=1_000_000)
     max_heldout_pairs: int = Field(60, ge=1, le=1_000_000)
     heldout_fraction: float = Field(0.3, gt=0.0, lt=1.0)

@@ -49,6 +49,7 @@ from safetensors.torch import load_file
 from tqdm import tqdm
 
 from rankgym.envs.base import Env
+from rankgym.envs.judge_split import JUDGE_SPLIT
 from rankgym.envs.policies import TransformersPolicy
 from rankgym.envs.policies.scripted import OraclePolicy
 from rankgym.envs.rollout import EnvFactory, rollout_groups
@@ -116,15 +117,17 @@ class SFTStats:
         return d
 
 
-def oracle_demonstrations(env: Env, task_ids: Sequence[str], seed: int = 0) -> list[Conversation]:
-    """The successful oracle episodes of ``task_ids`` on ``env``, in that order.
+def oracle_demonstrations(
+    env: Env, task_ids: Sequence[str], seed: int = 0, split: str = "train"
+) -> list[Conversation]:
+    """The successful oracle episodes of ``task_ids`` (of ``split``) on ``env``, in that order.
 
     The episodes are the rollout driver's (``rollout_groups`` with the ``OraclePolicy``), one
     at a time on ``env``; an episode that ends in an error (no oracle, a script that runs out)
     or below the env's success threshold is left out.
     """
     one_env = EnvFactory(lambda: env, env.env_id)  # one episode at a time: one env is enough
-    groups = rollout_groups(one_env, OraclePolicy(), task_ids=task_ids, group_size=1,
+    groups = rollout_groups(one_env, OraclePolicy(), task_ids=task_ids, group_size=1, split=split,
                             seed=seed, progress=False, max_concurrent=1)  # fmt: skip
     return [
         Conversation([m.to_openai() for m in t.messages], list(g.tools), f"oracle:{g.task_id}")
@@ -135,16 +138,29 @@ def oracle_demonstrations(env: Env, task_ids: Sequence[str], seed: int = 0) -> l
 
 
 def oracle_conversations(
-    make_env: Callable[[], Env], n_tasks: int | None = None, seed: int = 0
+    make_env: Callable[[], Env],
+    n_tasks: int | None = None,
+    seed: int = 0,
+    *,
+    judge_split: bool = True,
 ) -> list[Conversation]:
     """Successful oracle episodes (:func:`oracle_demonstrations`) on train-split tasks
-    (``n_tasks`` drawn with ``seed``; all by default)."""
+    (``n_tasks`` drawn with ``seed``; all by default), and on the env's ``judge`` split when
+    ``judge_split`` (it is carved from train: GRPO never draws it, SFT may)."""
     env = make_env()
     tasks = list(env.tasks("train"))
+    if judge_split and JUDGE_SPLIT in getattr(env, "splits", ()):
+        tasks += env.tasks(JUDGE_SPLIT)  # marked split="judge"
     if not tasks:
         raise UserError("sft: the env has no train-split tasks to demonstrate")
     random.Random(seed).shuffle(tasks)
-    out = oracle_demonstrations(env, [t.id for t in tasks[: n_tasks or len(tasks)]], seed)
+    chosen = tasks[: n_tasks or len(tasks)]
+    out = [
+        c
+        for split in ("train", JUDGE_SPLIT)
+        if (ids := [t.id for t in chosen if (t.split or "train") == split])
+        for c in oracle_demonstrations(env, ids, seed, split)
+    ]
     if not out:
         raise UserError(
             f"sft.source = 'oracle': {env.env_id} has no oracle (or none succeeded); use "
@@ -372,7 +388,7 @@ def conversations_for(cfg: TrainConfig) -> list[Conversation]:
         return store_conversations(
             _path(s), make_env, select=s.select, min_reward=s.min_reward, run_id=s.run
         )
-    return oracle_conversations(make_env, s.tasks, seed=cfg.seed)
+    return oracle_conversations(make_env, s.tasks, seed=cfg.seed, judge_split=s.judge_split)
 
 
 def sft_stage(

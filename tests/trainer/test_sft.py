@@ -32,13 +32,19 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 HARD = {"difficulty": "hard", "families": ["lookup"]}
 
 
-def test_oracle_demonstrations_come_from_the_train_split_and_succeed():
+def test_oracle_demonstrations_cover_train_and_judge_split_and_never_test():
     make_env = make_env_factory("rankgym/ToolUse-v0", HARD)
-    convs = oracle_conversations(make_env)
     train = {t.id for t in make_env().tasks("train")}
-    assert len(convs) == len(train)
-    assert {c.source.split(":", 1)[1] for c in convs} == train
+    judge = {t.id for t in make_env().tasks("judge")}
+    test = {t.id for t in make_env().tasks("test")}
+    assert judge and not judge & train
+    convs = oracle_conversations(make_env)
+    assert {c.source.split(":", 1)[1] for c in convs} == train | judge  # every one succeeded
+    assert len(convs) == len(train | judge) and not {c.source[7:] for c in convs} & test
     assert all(c.tools and c.messages[-1]["role"] == "assistant" for c in convs)
+    # the judge split's tasks are GRPO's to skip, and SFT's to skip only when asked
+    kept = oracle_conversations(make_env, judge_split=False)
+    assert {c.source.split(":", 1)[1] for c in kept} == train
 
 
 def test_demonstrations_are_rendered_exactly_as_the_rollout_renders_them():
