@@ -51,6 +51,7 @@ def _job(cfg: TrainConfig, jt: JudgeTrainSection, out: Path, stores: list[str]) 
         epochs=jt.epochs, lr=jt.lr, lora_r=jt.lora_r, lora_alpha=2 * jt.lora_r,
         max_train_seconds=jt.max_train_minutes * 60 if jt.max_train_minutes else None,
         reason_tokens=0, max_line_chars=120, max_context_tokens=768, seed=cfg.seed,
+        tie_loss=jt.tie_loss,
     )  # fmt: skip
     return JudgeTrainJob(
         out, stores=stores, base=_judge_base(cfg),

@@ -15,8 +15,10 @@ The recipe (CompassJudger-2, cut to what a 135M model on a CPU can use):
    log-probabilities are full-vocabulary log-softmax values at the decision position; on tie
    presentations (``Example.tie``: two equally good trajectories) instead
    ``lambda_tie * BCE(sigmoid(logp(A) - logp(B)), 0.5)`` (minus its floor log 2), which pulls
-   the judge's P(first better) toward 0.5 (:func:`pair_losses`). Tie presentations get no
-   rejection sampling and no SFT target.
+   the judge's P(first better) toward 0.5 (:func:`pair_losses`); with ``tie_loss="served"``
+   the BCE is of the pair's order-averaged P, the score serving reads
+   (``rankgym.trainer.judge_loss``). Tie presentations get no rejection sampling and no SFT
+   target.
 4. A LoRA on every linear layer of the last ``lora_layers`` layers, AdamW, bf16 autocast on
    CPU, batches of similar length (:func:`length_batches`); a checkpoint (adapter, optimizer,
    position) every ``checkpoint_every`` steps, written to a temp dir then ``os.replace``d, so a
@@ -33,7 +35,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import random
 import shutil
@@ -51,7 +52,22 @@ from tqdm.auto import tqdm
 from rankgym.judges.pair_judge import choice_ids, decision_logprobs
 from rankgym.trainer.config import LoraSection
 from rankgym.trainer.finite import check_update
-from rankgym.trainer.logprobs import judge_losses_chunked
+from rankgym.trainer.judge_loss import (
+    TIE_LOSSES,
+    TieLoss,
+    build_batch,
+    check_tie_loss,
+    judge_losses,
+    model_judge_losses,
+    pair_key,
+    pair_losses,
+)
+
+__all__ = [  # the losses live in judge_loss; importable from here as before
+    "TIE_LOSSES", "Example", "JudgeTrainConfig", "TieLoss", "add_lora", "build_batch",
+    "judge_losses", "length_batches", "model_judge_losses", "pair_losses", "rejection_sample",
+    "save_adapter", "train_judge",
+]  # fmt: skip
 
 META_FILE = "judge_train.json"
 _HINT = "lower --lr, check --gamma/--lambda-sft/--lambda-margin"
@@ -85,6 +101,10 @@ class JudgeTrainConfig:
     """Weights of the SFT loss (kept answers) and of the margin loss in the total."""
     lambda_tie: float = 1.0
     """Weight of the tie loss (soft target 0.5 on tie presentations) in the total."""
+    tie_loss: TieLoss = "presentation"
+    """``presentation``: each tie presentation's P(first better) is pulled to 0.5;
+    ``served``: the order-averaged P of each tie pair (what serving reads) is, and both
+    presentations of a tie pair share a batch (``rankgym.trainer.judge_loss``)."""
     max_line_chars: int = 200
     """Lines of the pair prompt are cut to this many characters."""
     max_context_tokens: int = 1024
@@ -114,120 +134,6 @@ class Example:
     """Loss weight of this presentation (e.g. ``--human-weight`` for people's labels)."""
     tie: bool = False
     """Two equally good trajectories: target P(``correct``) = 0.5 (tie loss, no margin)."""
-
-
-# --------------------------------------------------------------------------- losses
-
-
-def build_batch(examples: list[Example], pad_id: int) -> dict[str, Any]:
-    """Left-padded tensors: ``input_ids``, ``attention_mask``, ``position_ids``, ``labels``
-    (-100 outside SFT answers), ``decision`` (index of the decision token per row),
-    ``correct``, ``wrong``, and ``keep``: how many trailing positions' logits the losses read
-    (pass it as ``logits_to_keep``; rows end together, so the tails line up).
-
-    A row without an SFT answer is its context plus the correct verdict token (not a label):
-    the margin needs the logits at the decision position, nothing after it.
-    """
-    rows, labels = [], []
-    for ex in examples:
-        tail = ex.answer if ex.answer else [ex.correct]
-        rows.append(ex.context + tail)
-        labels.append([-100] * len(ex.context) + (list(ex.answer) if ex.answer else [-100]))
-    width = max(len(r) for r in rows)
-    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(rows), width), dtype=torch.long)
-    lab = torch.full((len(rows), width), -100, dtype=torch.long)
-    decision = []
-    for i, (r, lb) in enumerate(zip(rows, labels, strict=True)):
-        pad = width - len(r)
-        ids[i, pad:] = torch.tensor(r)
-        mask[i, pad:] = 1
-        lab[i, pad:] = torch.tensor(lb)
-        decision.append(pad + len(examples[i].context))
-    dec = torch.tensor(decision)
-    return {
-        "input_ids": ids,
-        "attention_mask": mask,
-        "position_ids": (mask.cumsum(-1) - 1).clamp(min=0),
-        "labels": lab,
-        "decision": dec,
-        "correct": torch.tensor([ex.correct for ex in examples]),
-        "wrong": torch.tensor([ex.wrong for ex in examples]),
-        "weight": torch.tensor([float(ex.weight) for ex in examples]),
-        "tie": torch.tensor([bool(ex.tie) for ex in examples]),
-        "keep": int(width - int(dec.min()) + 1),
-    }
-
-
-def judge_losses(logits: Any, batch: dict[str, Any], gamma: float) -> dict[str, Any]:
-    """SFT and margin losses from ``logits`` of the last ``logits.shape[1]`` positions
-    (all positions, or at least ``batch["keep"]``).
-
-    ``sft``: mean token cross-entropy over label positions (0 when the batch has none).
-    ``margin``: mean over rows of ``relu(gamma - (logp[correct] - logp[wrong]))`` with logp the
-    log-softmax of the logits that predict the decision token (position ``decision - 1``).
-    Both means are weighted by ``batch["weight"]`` (per row) when the batch has it.
-    Also returns ``logp_gap`` (mean correct-minus-wrong) and ``accuracy`` (gap > 0), detached.
-    """
-    logits = logits.float()
-    offset = batch["input_ids"].shape[1] - logits.shape[1]
-    rows = torch.arange(logits.shape[0])
-    at = torch.log_softmax(logits[rows, batch["decision"] - 1 - offset], dim=-1)
-    gap = at[rows, batch["correct"]] - at[rows, batch["wrong"]]
-    w = batch.get("weight")
-    w = torch.ones(logits.shape[0]) if w is None else w.float()
-    shift_logits = logits[:, :-1]
-    shift_labels = batch["labels"][:, offset + 1 :]
-    if (shift_labels != -100).any():
-        ce = torch.nn.functional.cross_entropy(
-            shift_logits.reshape(-1, shift_logits.shape[-1]),
-            shift_labels.reshape(-1),
-            ignore_index=-100,
-            reduction="none",
-        ).view(shift_labels.shape)
-        tw = (shift_labels != -100).float() * w[:, None]
-        sft = (ce * tw).sum() / tw.sum().clamp(min=1e-12)
-    else:
-        sft = logits.sum() * 0.0
-    return {"sft": sft, **pair_losses(gap, batch, gamma)}
-
-
-def model_judge_losses(model: Any, batch: dict[str, Any], gamma: float) -> dict[str, Any]:
-    """:func:`judge_losses` of ``model`` on ``batch`` without full-vocabulary logits (what
-    training uses): ``logprobs.judge_losses_chunked``'s SFT loss and gaps, then
-    :func:`pair_losses`. Its SFT term is unweighted (``judge_losses`` weights it per row)."""
-    chunked = judge_losses_chunked(model, batch)
-    return {"sft": chunked["sft"], **pair_losses(chunked["gap"].float(), batch, gamma)}
-
-
-def pair_losses(gap: Any, batch: dict[str, Any], gamma: float) -> dict[str, Any]:
-    """Margin and tie losses from per-row ``gap`` = logp(correct) - logp(wrong).
-
-    ``margin``: weighted mean of ``relu(gamma - gap)`` over decided rows (``batch["tie"]``
-    false); ``tie``: weighted mean over tie rows of ``BCE(sigmoid(gap), 0.5) - log 2`` (0 when
-    the judge is indifferent, P = 0.5, and growing with ``|gap|`` either way). Each is 0 when
-    the batch has no such row. ``logp_gap`` and ``accuracy`` (gap > 0) are over decided rows,
-    ``tie_abs_gap`` the mean ``|gap|`` over tie rows (all detached).
-    """
-    n = gap.shape[0]
-    w = batch.get("weight")
-    w = torch.ones(n) if w is None else w.float().to(gap.device)
-    tie = batch.get("tie")
-    tie = torch.zeros(n, dtype=torch.bool) if tie is None else tie.to(gap.device)
-    dec = ~tie
-    wd, wt = w * dec, w * tie
-    margin = (torch.relu(gamma - gap) * wd).sum() / wd.sum().clamp(min=1e-12)
-    bce = 0.5 * (torch.nn.functional.softplus(gap) + torch.nn.functional.softplus(-gap))
-    tie_loss = ((bce - math.log(2.0)) * wt).sum() / wt.sum().clamp(min=1e-12)
-    g = gap.detach()
-    nd, nt = int(dec.sum()), int(tie.sum())
-    return {
-        "margin": margin,
-        "tie": tie_loss,
-        "logp_gap": g[dec].mean() if nd else g.sum() * 0.0,
-        "accuracy": (g[dec] > 0).float().mean() if nd else g.sum() * 0.0,
-        "tie_abs_gap": g[tie].abs().mean() if nt else g.sum() * 0.0,
-    }
 
 
 # --------------------------------------------------------------------------- sampling
@@ -390,29 +296,30 @@ def train_judge(
     optimizer = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.0)
     ckpt = work_dir / "checkpoint"
     state = load_checkpoint(model, optimizer, ckpt, fingerprint) or {"step": 0, "log": []}
-    steps_per_epoch = (len(examples) + cfg.batch_size - 1) // cfg.batch_size
-    total = steps_per_epoch * cfg.epochs
+    check_tie_loss(cfg.tie_loss)
+    keep_pairs = cfg.tie_loss == "served"
+    plan = [
+        length_batches(examples, cfg.batch_size, cfg.seed * 1000 + e, keep_pairs)
+        for e in range(cfg.epochs)
+    ]
+    at = [(e, k) for e, batches in enumerate(plan) for k in range(len(batches))]
+    total = len(at)
     pad = tok.pad_token_id if tok.pad_token_id is not None else 0
     bar = None
     if progress:
         bar = tqdm(total=total, initial=state["step"], desc="judge-train", unit="step", leave=False)
     model.train()
     started = time.monotonic()
-    batches_by_epoch: dict[int, list[list[int]]] = {}
     for step in range(state["step"], total):
         if cfg.max_train_seconds is not None and time.monotonic() - started > cfg.max_train_seconds:
             state["stopped_early"] = True
             save_checkpoint(model, optimizer, {**state, "fingerprint": fingerprint}, ckpt)
             break
-        epoch, k = divmod(step, steps_per_epoch)
-        if epoch not in batches_by_epoch:
-            batches_by_epoch[epoch] = length_batches(
-                examples, cfg.batch_size, cfg.seed * 1000 + epoch
-            )
-        chunk = [examples[i] for i in batches_by_epoch[epoch][k]]
+        epoch, k = at[step]
+        chunk = [examples[i] for i in plan[epoch][k]]
         batch = build_batch(chunk, pad)
         with _autocast(model, cfg.bf16):
-            parts = model_judge_losses(model, batch, cfg.gamma)
+            parts = model_judge_losses(model, batch, cfg.gamma, cfg.tie_loss)
         loss = (
             cfg.lambda_sft * parts["sft"]
             + cfg.lambda_margin * parts["margin"]
@@ -439,17 +346,43 @@ def train_judge(
     return state["log"]
 
 
-def length_batches(examples: list[Example], batch_size: int, seed: int) -> list[list[int]]:
+def length_batches(
+    examples: list[Example], batch_size: int, seed: int, keep_pairs: bool = False
+) -> list[list[int]]:
     """Batches of indices of similar length (less padding), in a seeded random order.
 
     Lengths are jittered by a seeded random fraction before sorting, so batch membership
-    changes between epochs; every example appears exactly once.
+    changes between epochs; every example appears exactly once. ``keep_pairs``: the two
+    presentations of a tie pair (same ``pair_key``, both ``tie``) always share a batch (a
+    batch then closes one row early rather than split them; with ``batch_size`` 1 a pair is a
+    batch of 2), which the ``served`` tie loss needs. Without it the batches are those of
+    earlier versions, row for row.
     """
     rng = random.Random(seed)
-    keyed = sorted(
-        range(len(examples)), key=lambda i: len(examples[i].context) * (1 + 0.2 * rng.random())
-    )
-    batches = [keyed[i : i + batch_size] for i in range(0, len(keyed), batch_size)]
+    units: list[list[int]] = []
+    if keep_pairs:
+        slot: dict[str, int] = {}
+        for i, ex in enumerate(examples):
+            k = pair_key(ex.key)
+            if ex.tie and k in slot and len(units[slot[k]]) == 1:
+                units[slot.pop(k)].append(i)
+                continue
+            if ex.tie:
+                slot[k] = len(units)
+            units.append([i])
+    else:
+        units = [[i] for i in range(len(examples))]
+    lengths = [len(examples[u[0]].context) for u in units]
+    order = sorted(range(len(units)), key=lambda u: lengths[u] * (1 + 0.2 * rng.random()))
+    batches: list[list[int]] = []
+    cur: list[int] = []
+    for u in order:
+        if cur and len(cur) + len(units[u]) > batch_size:
+            batches.append(cur)
+            cur = []
+        cur = cur + units[u]
+    if cur:
+        batches.append(cur)
     rng.shuffle(batches)
     return batches
 

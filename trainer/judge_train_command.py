@@ -74,8 +74,13 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rollout-max-turns", type=int, metavar="T", help="assistant turns per episode (default: the env's)")  # fmt: skip
     p.add_argument("--tie-ratio", type=float, default=0.0, metavar="R", help="also train on tie pairs (two different trajectories of a task with equal verifier rewards or equal human ranks; target 0.5 in both orders), at most R per decided pair; 0 = none (default: 0)")  # fmt: skip
     p.add_argument("--lambda-tie", type=float, default=1.0, help="weight of the tie loss (default: 1.0)")  # fmt: skip
+    p.add_argument("--tie-loss", choices=TIE_LOSS_CHOICES, default="presentation", help="what the tie loss pulls to 0.5: each presentation's P(first better), or the pair's order-averaged P that serving reads (served; both orders share a batch) (default: %(default)s)")  # fmt: skip
     p.add_argument("--init-adapter", metavar="DIR", help="continue training this judge adapter (OUT/adapter of an earlier judge-train; its LoRA shape, --lora-* ignored) instead of a fresh LoRA")  # fmt: skip
     p.add_argument("--save-dtype", choices=("float32", "bfloat16"), default="float32", help="dtype of the saved adapter weights (bfloat16 halves the file; default: %(default)s)")  # fmt: skip
+
+
+TIE_LOSS_CHOICES = ("presentation", "served")
+"""``--tie-loss`` values: ``rankgym.trainer.judge_loss.TIE_LOSSES`` (not imported here: torch)."""
 
 
 # Every numeric flag: (lowest, highest, lowest is allowed). NaN and inf fail every range.
@@ -157,7 +162,7 @@ def _job(args: argparse.Namespace) -> JudgeTrainJob:
         batch_size=args.batch_size, lora_r=args.lora_r, lora_alpha=2 * args.lora_r,
         lora_layers=args.lora_layers or None,
         gamma=args.gamma, lambda_sft=args.lambda_sft, lambda_margin=args.lambda_margin,
-        lambda_tie=args.lambda_tie,
+        lambda_tie=args.lambda_tie, tie_loss=args.tie_loss,
         max_line_chars=args.max_line_chars, max_context_tokens=args.max_context_tokens,
         seed=args.seed, max_train_seconds=args.max_train_seconds,
     )  # fmt: skip
