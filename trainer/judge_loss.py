@@ -18,6 +18,15 @@ Two tie losses (``JudgeTrainConfig.tie_loss``, ``--tie-loss``, ``[judge_train] t
   preferred in both orders) is what it removes. It needs both presentations of a pair in one
   batch (``judge_train.length_batches(..., keep_pairs=True)``); a tie row whose partner is not
   in the batch (e.g. the other order was cut as too long) falls back to the presentation loss.
+- ``served-logit``: the same pairs, the loss on the order-averaged *logit*: with
+  ``g1 = gap(X, Y)`` and ``g0 = gap(Y, X)`` (both logp(A) - logp(B)), the content lean is
+  ``d = (g1 - g0) / 2`` and the position bias ``c = (g1 + g0) / 2``; the loss is
+  ``BCE(sigmoid(d), 0.5) - log 2``. It is 0 exactly where ``served`` is (P_served = 0.5 iff
+  d = 0, whatever c) and grows with the lean either way, but its gradient does not vanish
+  when a large position bias saturates each presentation's sigmoid: on a lean ``d = 0.4``
+  the ``served`` loss's gradient is this one's at ``c = 0``, a seventh at ``c = 2.2`` and a
+  twenty-third at ``c = 2.9`` (tie presentations of session 6's judge D had mean ``|gap|``
+  2.2-2.9), so a judge with a strong position bias barely moves under ``served``.
 
 What this module does not do: run the model (``logprobs.judge_losses_chunked`` does) or
 decide which rows are ties (``Example.tie``, set from the pair's label).
@@ -32,8 +41,10 @@ import torch
 
 from rankgym.trainer.logprobs import judge_losses_chunked
 
-TieLoss = Literal["served", "presentation"]
-TIE_LOSSES: tuple[TieLoss, ...] = ("presentation", "served")
+TieLoss = Literal["presentation", "served", "served-logit"]
+TIE_LOSSES: tuple[TieLoss, ...] = ("presentation", "served", "served-logit")
+SERVED: tuple[TieLoss, ...] = ("served", "served-logit")
+"""The tie losses that read both presentations of a pair (and need them in one batch)."""
 
 
 def check_tie_loss(value: str) -> TieLoss:
@@ -162,7 +173,8 @@ def pair_losses(
     false); ``tie``: weighted mean over tie rows of the ``tie_loss`` (module docstring): per
     row ``BCE(sigmoid(gap), 0.5) - log 2``, or with ``"served"`` per pair (partners from
     ``batch["tie_partner"]``, weight = the two rows' weights summed) the same BCE of the
-    order-averaged probability; 0 when the judge is indifferent. Each is 0 when the batch has
+    order-averaged probability (``"served-logit"``: of the order-averaged logit, the content
+    lean); 0 when the judge is indifferent. Each is 0 when the batch has
     no such row. ``logp_gap`` and ``accuracy`` (gap > 0) are over decided rows,
     ``tie_abs_gap`` the mean ``|gap|`` over tie rows and ``tie_served_dev`` the mean
     ``|P_served - 0.5|`` over tie pairs with both rows in the batch (all detached).
@@ -188,7 +200,10 @@ def pair_losses(
     log_p = torch.logaddexp(ls(gap[i]), ls(-gap[j])) - math.log(2.0)
     log_q = torch.logaddexp(ls(-gap[i]), ls(gap[j])) - math.log(2.0)
     per_pair = -0.5 * (log_p + log_q) - math.log(2.0)
-    if tie_loss == "served":
+    if tie_loss == "served-logit":
+        d = (gap[i] - gap[j]) / 2
+        per_pair = -0.5 * (ls(d) + ls(-d)) - math.log(2.0)
+    if tie_loss in SERVED:
         lone = tie & (partner < 0)
         wl, wp = w * lone, w[i] + w[j]
         total = (per_row * wl).sum() + (per_pair * wp).sum()

@@ -53,6 +53,7 @@ from rankgym.judges.pair_judge import choice_ids, decision_logprobs
 from rankgym.trainer.config import LoraSection
 from rankgym.trainer.finite import check_update
 from rankgym.trainer.judge_loss import (
+    SERVED,
     TIE_LOSSES,
     TieLoss,
     build_batch,
@@ -103,8 +104,10 @@ class JudgeTrainConfig:
     """Weight of the tie loss (soft target 0.5 on tie presentations) in the total."""
     tie_loss: TieLoss = "presentation"
     """``presentation``: each tie presentation's P(first better) is pulled to 0.5;
-    ``served``: the order-averaged P of each tie pair (what serving reads) is, and both
-    presentations of a tie pair share a batch (``rankgym.trainer.judge_loss``)."""
+    ``served``: the order-averaged P of each tie pair (what serving reads) is;
+    ``served-logit``: its order-averaged logit is (the same zero, a gradient that a position
+    bias does not flatten). Both served forms keep a tie pair's two presentations in one
+    batch (``rankgym.trainer.judge_loss``)."""
     max_line_chars: int = 200
     """Lines of the pair prompt are cut to this many characters."""
     max_context_tokens: int = 1024
@@ -297,7 +300,7 @@ def train_judge(
     ckpt = work_dir / "checkpoint"
     state = load_checkpoint(model, optimizer, ckpt, fingerprint) or {"step": 0, "log": []}
     check_tie_loss(cfg.tie_loss)
-    keep_pairs = cfg.tie_loss == "served"
+    keep_pairs = cfg.tie_loss in SERVED
     plan = [
         length_batches(examples, cfg.batch_size, cfg.seed * 1000 + e, keep_pairs)
         for e in range(cfg.epochs)
@@ -355,7 +358,7 @@ def length_batches(
     changes between epochs; every example appears exactly once. ``keep_pairs``: the two
     presentations of a tie pair (same ``pair_key``, both ``tie``) always share a batch (a
     batch then closes one row early rather than split them; with ``batch_size`` 1 a pair is a
-    batch of 2), which the ``served`` tie loss needs. Without it the batches are those of
+    batch of 2), which the ``served`` tie losses need. Without it the batches are those of
     earlier versions, row for row.
     """
     rng = random.Random(seed)

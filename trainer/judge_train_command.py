@@ -74,12 +74,12 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rollout-max-turns", type=int, metavar="T", help="assistant turns per episode (default: the env's)")  # fmt: skip
     p.add_argument("--tie-ratio", type=float, default=0.0, metavar="R", help="also train on tie pairs (two different trajectories of a task with equal verifier rewards or equal human ranks; target 0.5 in both orders), at most R per decided pair; 0 = none (default: 0)")  # fmt: skip
     p.add_argument("--lambda-tie", type=float, default=1.0, help="weight of the tie loss (default: 1.0)")  # fmt: skip
-    p.add_argument("--tie-loss", choices=TIE_LOSS_CHOICES, default="presentation", help="what the tie loss pulls to 0.5: each presentation's P(first better), or the pair's order-averaged P that serving reads (served; both orders share a batch) (default: %(default)s)")  # fmt: skip
+    p.add_argument("--tie-loss", choices=TIE_LOSS_CHOICES, default="presentation", help="what the tie loss pulls to 0.5: each presentation's P(first better), the pair's order-averaged P that serving reads (served), or its order-averaged logit (served-logit: same zero, a gradient a position bias does not flatten); the served forms keep both orders in one batch (default: %(default)s)")  # fmt: skip
     p.add_argument("--init-adapter", metavar="DIR", help="continue training this judge adapter (OUT/adapter of an earlier judge-train; its LoRA shape, --lora-* ignored) instead of a fresh LoRA")  # fmt: skip
     p.add_argument("--save-dtype", choices=("float32", "bfloat16"), default="float32", help="dtype of the saved adapter weights (bfloat16 halves the file; default: %(default)s)")  # fmt: skip
 
 
-TIE_LOSS_CHOICES = ("presentation", "served")
+TIE_LOSS_CHOICES = ("presentation", "served", "served-logit")
 """``--tie-loss`` values: ``rankgym.trainer.judge_loss.TIE_LOSSES`` (not imported here: torch)."""
 
 
