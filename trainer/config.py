@@ -264,9 +264,10 @@ class JudgeTrainSection(_Section):
     tie_ratio: float = Field(0.0, ge=0.0, le=100.0)
     """Tie pairs (equal verifier rewards, target 0.5) per decided pair, at most (``rankgym
     judge-train --tie-ratio``); 0 = none."""
-    tie_loss: Literal["presentation", "served"] = "presentation"
+    tie_loss: Literal["presentation", "served", "served-logit"] = "presentation"
     """What the tie loss pulls to 0.5 (``rankgym judge-train --tie-loss``): each presentation's
-    P(first better), or ``served``: the pair's order-averaged P, the score GRPO reads."""
+    P(first better), or ``served``: the pair's order-averaged P, the score GRPO reads, or
+    ``served-logit``: its order-averaged logit (``rankgym.trainer.judge_loss``)."""
     max_train_pairs: int = Field(150, ge=1, le=1_000_000)
     max_heldout_pairs: int = Field(60, ge=1, le=1_000_000)
     heldout_fraction: float = Field(0.3, gt=0.0, lt=1.0)
