@@ -57,17 +57,40 @@ def test_a_content_lean_costs_the_bce_of_the_order_averaged_probability():
     assert float(flipped["tie"]) == pytest.approx(want, abs=1e-6)
 
 
+def test_served_logit_is_zero_on_a_position_bias_and_the_bce_of_half_the_gap_difference():
+    b = _tie_batch()
+    bias = pair_losses(torch.tensor([2.5, 2.5]), b, gamma=2.0, tie_loss="served-logit")
+    assert float(bias["tie"]) == pytest.approx(0.0, abs=1e-6)
+    d = (1.5 - -0.5) / 2
+    want = -0.5 * (math.log(_sig(d)) + math.log(_sig(-d))) - math.log(2.0)
+    lean = pair_losses(torch.tensor([1.5, -0.5]), b, gamma=2.0, tie_loss="served-logit")
+    assert float(lean["tie"]) == pytest.approx(want, abs=1e-6)
+
+
+def test_a_position_bias_flattens_the_served_gradient_on_a_lean_but_not_the_served_logit_one():
+    b = _tie_batch()
+
+    def lean_grad(mode: str, c: float, d: float = 0.4) -> float:
+        g = torch.tensor([c + d, c - d], requires_grad=True)
+        pair_losses(g, b, 2.0, tie_loss=mode)["tie"].backward()  # type: ignore[arg-type]
+        return float(g.grad[0] - g.grad[1])
+
+    assert lean_grad("served", 0.0) == pytest.approx(lean_grad("served-logit", 0.0), rel=1e-4)
+    assert lean_grad("served-logit", 2.2) == pytest.approx(lean_grad("served-logit", 0.0), rel=1e-4)  # fmt: skip
+    assert lean_grad("served", 2.2) < 0.2 * lean_grad("served-logit", 2.2)
+
+
 def test_a_tie_row_without_its_partner_falls_back_to_the_presentation_loss():
     exs = [Example("p:1", [1], 11, 12, tie=True), Example("d:1", [2], 11, 12)]
     b = build_batch(exs, pad_id=0)
     assert b["tie_partner"].tolist() == [-1, -1]
     g = torch.tensor([2.0, 0.5])
-    served, per = (pair_losses(g, b, 2.0, m)["tie"] for m in ("served", "presentation"))
-    assert float(served) == pytest.approx(float(per)) and float(per) > 0
+    served, logit, per = (pair_losses(g, b, 2.0, m)["tie"] for m in ("served", "served-logit", "presentation"))  # fmt: skip
+    assert float(served) == pytest.approx(float(per)) == float(logit) and float(per) > 0
 
 
 def test_an_unknown_tie_loss_is_an_error_naming_the_choices(tmp_path):
-    with pytest.raises(ValueError, match="presentation, served"):
+    with pytest.raises(ValueError, match="presentation, served, served-logit"):
         pair_losses(torch.zeros(2), _tie_batch(), 2.0, tie_loss="order")  # type: ignore[arg-type]
     model, tok = tiny_model(seed=0)
     cfg = JudgeTrainConfig(tie_loss="order", bf16=False)  # type: ignore[arg-type]
@@ -171,7 +194,7 @@ def test_served_training_moves_a_tie_pairs_order_averaged_p_to_even_not_each_ord
 
 def test_on_a_content_lean_and_a_position_bias_served_descent_removes_only_the_lean():
     b = _tie_batch()
-    for mode, bias_left in (("served", True), ("presentation", False)):
+    for mode, bias_left in (("served", True), ("served-logit", True), ("presentation", False)):
         lean = torch.tensor(1.0, requires_grad=True)  # X over Y whichever is first
         bias = torch.tensor(1.0, requires_grad=True)  # "A" whichever is shown
         opt = torch.optim.SGD([lean, bias], lr=2.0)
@@ -183,3 +206,14 @@ def test_on_a_content_lean_and_a_position_bias_served_descent_removes_only_the_l
             opt.step()
         assert abs(float(lean)) < 0.05
         assert float(bias) > 0.5 if bias_left else abs(float(bias)) < 0.05
+
+
+def test_a_job_with_an_unknown_tie_loss_is_a_one_line_user_error(tmp_path):
+    from rankgym.errors import UserError
+    from rankgym.trainer.judge_pipeline import JudgeTrainJob, check_job
+
+    store = tmp_path / "s.db"
+    store.write_bytes(b"")
+    job = JudgeTrainJob(tmp_path / "o", stores=[str(store)], train=JudgeTrainConfig(tie_loss="x"))  # type: ignore[arg-type]  # fmt: skip
+    with pytest.raises(UserError, match="tie_loss must be presentation, served or served-logit"):
+        check_job(job)
