@@ -51,7 +51,7 @@ def check_tie_loss(value: str) -> TieLoss:
     """``value`` if it names a tie loss, else ``ValueError`` naming the choices."""
     if value not in TIE_LOSSES:
         raise ValueError(f"tie_loss must be one of {', '.join(TIE_LOSSES)} (got {value!r})")
-    return value  # type: ignore[return-value]
+    return value
 
 
 def pair_key(key: str) -> str:
