@@ -209,11 +209,19 @@ def choose_threads(cpus: int, busy: float) -> int:
     return max(1, min(cpus, round(cpus - busy)))
 
 
+def _usable_cores() -> int:
+    """The cores this process may run on (its affinity mask, else the machine's count)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 def set_torch_threads() -> int:
     """Set torch's intra-op threads from ``$RANKGYM_THREADS``, else from the free cores now.
 
-    Returns the number set; raises ``UserError`` for a bad ``RANKGYM_THREADS``. Does not adapt
-    later if the load changes; set ``RANKGYM_THREADS`` to pin it.
+    Returns the number set; raises ``UserError`` for a bad ``RANKGYM_THREADS`` and warns when
+    it asks for more threads than there are free cores. Does not adapt later if the load
+    changes; set ``RANKGYM_THREADS`` to pin it.
     """
     import torch
 
@@ -225,13 +233,16 @@ def set_torch_threads() -> int:
             raise UserError(f"RANKGYM_THREADS={env!r} is not a whole number of threads") from None
         if n < 1:
             raise UserError(f"RANKGYM_THREADS={env!r} must be at least 1")
+        cpus, busy = _usable_cores(), other_busy_cores()
+        if n > choose_threads(cpus, busy):
+            log.warning(
+                "RANKGYM_THREADS=%d but only %d of %d cores are free (%.1f busy with other "
+                "work): OpenMP threads beyond the free cores wait on each other and can make "
+                "this run many times slower; unset RANKGYM_THREADS to fit the free cores",
+                n, choose_threads(cpus, busy), cpus, busy,
+            )  # fmt: skip
     else:
-        cpus = (
-            len(os.sched_getaffinity(0))
-            if hasattr(os, "sched_getaffinity")
-            else (os.cpu_count() or 1)
-        )
-        busy = other_busy_cores()
+        cpus, busy = _usable_cores(), other_busy_cores()
         n = choose_threads(cpus, busy)
         log.info("torch threads: %d (%d cores, %.1f busy with other work)", n, cpus, busy)
     torch.set_num_threads(n)

@@ -88,6 +88,28 @@ def test_set_torch_threads_honours_the_env_and_rejects_nonsense(monkeypatch):
         torch.set_num_threads(before)
 
 
+def test_more_threads_than_free_cores_warns_and_naming_the_fix(monkeypatch, caplog):
+    import torch
+
+    before = torch.get_num_threads()
+    monkeypatch.setattr(model_mod, "_usable_cores", lambda: 2)
+    try:
+        monkeypatch.setenv("RANKGYM_THREADS", "2")
+        monkeypatch.setattr(model_mod, "other_busy_cores", lambda: 1.9)  # another job runs
+        with caplog.at_level("WARNING", logger=model_mod.log.name):
+            assert model_mod.set_torch_threads() == 2  # pinned: honoured, but said
+        (rec,) = [r for r in caplog.records if r.levelname == "WARNING"]
+        assert "RANKGYM_THREADS=2" in rec.getMessage() and "1 of 2 cores" in rec.getMessage()
+        assert "unset RANKGYM_THREADS" in rec.getMessage()
+        caplog.clear()
+        monkeypatch.setattr(model_mod, "other_busy_cores", lambda: 0.1)  # an idle box
+        with caplog.at_level("WARNING", logger=model_mod.log.name):
+            assert model_mod.set_torch_threads() == 2
+        assert not [r for r in caplog.records if r.levelname == "WARNING"]
+    finally:
+        torch.set_num_threads(before)
+
+
 def test_other_busy_cores_sees_a_busy_process():
     burner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
