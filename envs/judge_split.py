@@ -5,10 +5,9 @@ but not on the tasks the policy is then trained on (a judge that memorised a tas
 would reward it without reading the trajectory). So each built-in env (ToolUse, EmailSearch,
 CodeTests) carves a fixed share of its ``train`` tasks into a ``judge`` split:
 ``env.tasks("judge")`` returns them and ``env.tasks("train")`` no longer does, so every draw
-from ``train`` (GRPO's steps, ``rankgym rollout``) leaves them out. SFT's oracle demonstrations
-add them back by default (``[sft] judge_split``): the policy may imitate them, GRPO never
-rewards them, and the judge's data then comes from a policy that has seen its tasks as it has
-seen GRPO's.
+from ``train`` (GRPO's steps, SFT demonstrations, ``rankgym rollout``) leaves them out;
+``[sft] judge_split = true`` lets SFT's oracle demonstrations imitate them (GRPO still never
+draws them).
 
 The choice is deterministic and depends on the task id only (a salted SHA-256 of it), so it is
 the same on every machine and does not move when tasks are added or filtered (e.g. ToolUse's

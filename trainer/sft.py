@@ -142,7 +142,7 @@ def oracle_conversations(
     n_tasks: int | None = None,
     seed: int = 0,
     *,
-    judge_split: bool = True,
+    judge_split: bool = False,
 ) -> list[Conversation]:
     """Successful oracle episodes (:func:`oracle_demonstrations`) on train-split tasks
     (``n_tasks`` drawn with ``seed``; all by default), and on the env's ``judge`` split when

@@ -56,7 +56,7 @@ def test_oracle_demonstrations_render_to_the_token_ids_recorded_before_the_rollo
     pinned: str,
 ):
     make_env = make_env_factory(env_id, kwargs, max_turns)
-    convs = oracle_conversations(make_env, 12, seed, judge_split=False)  # the draw when pinned
+    convs = oracle_conversations(make_env, 12, seed)
     assert _hash(render_rows(renderer, convs, 512)) == pinned
 
 

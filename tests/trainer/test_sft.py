@@ -38,12 +38,12 @@ def test_oracle_demonstrations_cover_train_and_judge_split_and_never_test():
     judge = {t.id for t in make_env().tasks("judge")}
     test = {t.id for t in make_env().tasks("test")}
     assert judge and not judge & train
-    convs = oracle_conversations(make_env)
+    convs = oracle_conversations(make_env, judge_split=True)
     assert {c.source.split(":", 1)[1] for c in convs} == train | judge  # every one succeeded
     assert len(convs) == len(train | judge) and not {c.source[7:] for c in convs} & test
     assert all(c.tools and c.messages[-1]["role"] == "assistant" for c in convs)
-    # the judge split's tasks are GRPO's to skip, and SFT's to skip only when asked
-    kept = oracle_conversations(make_env, judge_split=False)
+    # by default SFT, like GRPO, leaves the judge split out
+    kept = oracle_conversations(make_env)
     assert {c.source.split(":", 1)[1] for c in kept} == train
 
 
