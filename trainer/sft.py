@@ -149,7 +149,7 @@ def oracle_conversations(
     ``judge_split`` (it is carved from train: GRPO never draws it, SFT may)."""
     env = make_env()
     tasks = list(env.tasks("train"))
-    if judge_split and JUDGE_SPLIT in getattr(env, "splits", ()):
+    if judge_split and JUDGE_SPLIT in env.splits:
         tasks += env.tasks(JUDGE_SPLIT)  # marked split="judge"
     if not tasks:
         raise UserError("sft: the env has no train-split tasks to demonstrate")

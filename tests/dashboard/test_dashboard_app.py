@@ -180,7 +180,14 @@ def test_blind_ranking_writes_a_label_and_agreement_updates(store: Path) -> None
     assert any("Saved ranking" in s.value for s in at.success)
     reveal = at.dataframe[0].value
     assert {"your rank", "judge score", "verifiable reward"} <= set(reveal.columns)
-    assert any(m.label.startswith("Kendall") for m in at.metric)
+    # tau is shown unless one side is all tied (the queue's random group may have 2
+    # trajectories, both ranked first here, or one judge score for all)
+    scores = group.judgement.score_map() if group.judgement else {}
+    ranks = rows[0]["ranking"]
+    if len(set(ranks.values())) > 1 and len(set(scores.values())) > 1:
+        assert any(m.label.startswith("Kendall") for m in at.metric)
+    else:
+        assert any("undefined" in c.value for c in at.caption) or not scores
 
     at.button(key="next_group").click().run()
     assert shown_gid(at, "carol") != gid
