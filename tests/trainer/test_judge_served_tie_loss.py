@@ -8,9 +8,8 @@ import random
 
 import pytest
 import torch
-from trainer_helpers import tiny_model
+from trainer_helpers import tie_pair, tiny_model
 
-from rankgym.judges.judge_data import PairItem
 from rankgym.trainer.judge_loss import TIE_LOSSES, pair_losses, tie_partners
 from rankgym.trainer.judge_pipeline import examples_of
 from rankgym.trainer.judge_train import (
@@ -21,7 +20,6 @@ from rankgym.trainer.judge_train import (
     length_batches,
     train_judge,
 )
-from rankgym.types import Message, Trajectory
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -153,17 +151,11 @@ def test_without_keep_pairs_the_batches_are_the_earlier_versions_row_for_row():
         assert length_batches(exs, 4, seed) == earlier(4, seed)
 
 
-def _traj(text: str) -> Trajectory:
-    return Trajectory(env_id="e/Env-v0", task_id="q", verifiable_reward=0.0, messages=[
-        Message(role="user", content="What is 2+2?"), Message(role="assistant", content=text)])  # fmt: skip
-
-
 def test_served_training_moves_a_tie_pairs_order_averaged_p_to_even_not_each_order(tmp_path):  # fmt: skip
     model, tok = tiny_model(seed=1)
     cfg = JudgeTrainConfig(epochs=60, lr=1e-2, batch_size=2, lora_r=16, lora_alpha=32,
                            lora_layers=None, lambda_sft=0.0, bf16=False, checkpoint_every=1000)  # fmt: skip
-    tie = PairItem("e/Env-v0", "q", _traj("it is 4, I checked twice"), _traj("5"), "verifier", "s",
-                   0.0, tie=True)  # fmt: skip
+    tie = tie_pair()
     exs, _ = examples_of(tok, [tie], cfg)
     x_first = next(e for e in exs if e.key.endswith(":1"))
     y_first = next(e for e in exs if e.key.endswith(":0"))

@@ -6,9 +6,8 @@ import math
 
 import pytest
 import torch
-from trainer_helpers import tiny_model
+from trainer_helpers import tie_pair, tiny_model
 
-from rankgym.judges.judge_data import PairItem
 from rankgym.judges.pair_judge import choice_ids
 from rankgym.trainer.judge_pipeline import examples_of
 from rankgym.trainer.judge_train import (
@@ -20,7 +19,6 @@ from rankgym.trainer.judge_train import (
     pair_losses,
     train_judge,
 )
-from rankgym.types import Message, Trajectory
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -53,17 +51,11 @@ def test_a_batch_without_ties_keeps_the_old_margin_and_accuracy():
     assert float(out["tie"]) == 0.0
 
 
-def _traj(text: str) -> Trajectory:
-    return Trajectory(env_id="e/Env-v0", task_id="q", verifiable_reward=0.0, messages=[
-        Message(role="user", content="What is 2+2?"), Message(role="assistant", content=text)])  # fmt: skip
-
-
 def test_a_tie_pair_becomes_two_tie_presentations_and_training_pulls_the_judge_to_even_odds(tmp_path):  # fmt: skip
     model, tok = tiny_model(seed=1)
     cfg = JudgeTrainConfig(epochs=30, lr=3e-3, batch_size=2, lora_r=4, lora_alpha=8,
                            lora_layers=None, lambda_sft=0.0, bf16=False, checkpoint_every=1000)  # fmt: skip
-    tie = PairItem("e/Env-v0", "q", _traj("it is 4, I checked twice"), _traj("5"), "verifier", "s",
-                   0.0, tie=True)  # fmt: skip
+    tie = tie_pair()
     exs, skipped = examples_of(tok, [tie], cfg)
     a, _ = choice_ids(tok)
     assert skipped == 0 and len(exs) == 2 and len({e.key for e in exs}) == 2

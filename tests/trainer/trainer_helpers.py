@@ -137,3 +137,17 @@ def to_toml(d: dict[str, Any]) -> str:
         if isinstance(v, dict)
     ]
     return "\n".join(top) + "\n" + "\n".join(tables) + "\n"
+
+
+def tie_pair() -> Any:
+    """A verifier-tied pair of two different answers to one task (a ``PairItem`` with
+    ``tie=True``): a long hedged reply against a bare wrong one, both reward 0."""
+    from rankgym.judges.judge_data import PairItem
+    from rankgym.types import Message, Trajectory
+
+    def traj(text: str) -> Trajectory:
+        return Trajectory(env_id="e/Env-v0", task_id="q", verifiable_reward=0.0, messages=[
+            Message(role="user", content="What is 2+2?"), Message(role="assistant", content=text)])  # fmt: skip
+
+    return PairItem("e/Env-v0", "q", traj("it is 4, I checked twice"), traj("5"), "verifier", "s",
+                    0.0, tie=True)  # fmt: skip
