@@ -226,25 +226,28 @@ def set_torch_threads() -> int:
     import torch
 
     env = os.environ.get("RANKGYM_THREADS", "").strip()
+    pinned: int | None = None
     if env:
         try:
-            n = int(env)
+            pinned = int(env)
         except ValueError:
             raise UserError(f"RANKGYM_THREADS={env!r} is not a whole number of threads") from None
-        if n < 1:
+        if pinned < 1:
             raise UserError(f"RANKGYM_THREADS={env!r} must be at least 1")
-        cpus, busy = _usable_cores(), other_busy_cores()
-        if n > choose_threads(cpus, busy):
+    cpus, busy = _usable_cores(), other_busy_cores()
+    free = choose_threads(cpus, busy)
+    if pinned is None:
+        n = free
+        log.info("torch threads: %d (%d cores, %.1f busy with other work)", n, cpus, busy)
+    else:
+        n = pinned
+        if n > free:
             log.warning(
                 "RANKGYM_THREADS=%d but only %d of %d cores are free (%.1f busy with other "
                 "work): OpenMP threads beyond the free cores wait on each other and can make "
                 "this run many times slower; unset RANKGYM_THREADS to fit the free cores",
-                n, choose_threads(cpus, busy), cpus, busy,
+                n, free, cpus, busy,
             )  # fmt: skip
-    else:
-        cpus, busy = _usable_cores(), other_busy_cores()
-        n = choose_threads(cpus, busy)
-        log.info("torch threads: %d (%d cores, %.1f busy with other work)", n, cpus, busy)
     torch.set_num_threads(n)
     return n
 

@@ -139,8 +139,10 @@ def check_job(job: JudgeTrainJob) -> None:
         raise UserError("--human-weight 0 with --sources human leaves nothing to train on")
     if not (0.0 <= job.tie_ratio <= 100.0):  # False for nan
         raise UserError(f"--tie-ratio must be a number in [0, 100] (got {job.tie_ratio}); 0.5 = one tie pair per two decided pairs")  # fmt: skip
-    if job.train.tie_loss not in ("presentation", "served", "served-logit"):
-        raise UserError(f"tie_loss must be presentation, served or served-logit (got {job.train.tie_loss!r}); the served forms train ties on the order-averaged score")  # fmt: skip
+    from rankgym.trainer.judge_loss import TIE_LOSSES
+
+    if job.train.tie_loss not in TIE_LOSSES:
+        raise UserError(f"tie_loss must be {', '.join(TIE_LOSSES[:-1])} or {TIE_LOSSES[-1]} (got {job.train.tie_loss!r}); the served forms train ties on the order-averaged score")  # fmt: skip
     if job.init_adapter and not (Path(job.init_adapter) / "adapter_config.json").is_file():
         raise UserError(f"--init-adapter {job.init_adapter!r} is not a peft adapter directory (no adapter_config.json); pass OUT/adapter of an earlier judge-train")  # fmt: skip
     if job.base != BASE_DEFAULT and not Path(job.base).is_dir():
@@ -419,9 +421,10 @@ def run_judge_train(job: JudgeTrainJob, progress: bool = False) -> dict[str, Any
 
 def planned_steps(examples: list[Any], cfg: JudgeTrainConfig) -> int:
     """Optimizer steps of every epoch of ``cfg`` on ``examples`` (``train_judge``'s plan)."""
+    from rankgym.trainer.judge_loss import SERVED
     from rankgym.trainer.judge_train import length_batches
 
-    keep = cfg.tie_loss in ("served", "served-logit")
+    keep = cfg.tie_loss in SERVED
     return sum(len(length_batches(examples, cfg.batch_size, cfg.seed * 1000 + e, keep)) for e in range(cfg.epochs))  # fmt: skip
 
 
