@@ -159,7 +159,7 @@ def model_judge_losses(
 ) -> dict[str, Any]:
     """:func:`judge_losses` of ``model`` on ``batch`` without full-vocabulary logits (what
     training uses): ``logprobs.judge_losses_chunked``'s SFT loss and gaps, then
-    :func:`pair_losses`. Its SFT term is unweighted (``judge_losses`` weights it per row)."""
+    :func:`pair_losses`; every term weighted per row as in :func:`judge_losses`."""
     chunked = judge_losses_chunked(model, batch)
     return {"sft": chunked["sft"], **pair_losses(chunked["gap"].float(), batch, gamma, tie_loss)}
 

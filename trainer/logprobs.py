@@ -199,8 +199,9 @@ def judge_losses_chunked(model: Any, batch: dict[str, Any]) -> dict[str, Any]:
     ``build_batch``), from the log-probs it reads instead of the logits of every kept position:
     the correct and wrong verdict at each row's decision place, and each SFT label.
 
-    ``sft``: mean token cross-entropy over label positions (unweighted; 0 with none); ``gap``:
-    logp(correct) - logp(wrong) per row. The margin and tie losses over ``gap`` are
+    ``sft``: mean token cross-entropy over label positions, each token weighted by its row's
+    ``batch["weight"]`` when the batch has one (e.g. ``--human-weight``; 0 with no label);
+    ``gap``: logp(correct) - logp(wrong) per row. The margin and tie losses over ``gap`` are
     ``judge_train.pair_losses``; ``judge_train.model_judge_losses`` puts the two together."""
     ids, labels, dec = batch["input_ids"], batch["labels"], batch["decision"]
     n = ids.shape[0]
@@ -216,7 +217,9 @@ def judge_losses_chunked(model: Any, batch: dict[str, Any]) -> dict[str, Any]:
         torch.cat([batch["correct"], batch["wrong"], labels[lr, lc]]),
     )
     gap = lp[:n] - lp[n : 2 * n]
-    sft = -lp[2 * n :].mean() if lr.numel() else lp.sum() * 0.0
+    w = batch.get("weight")
+    tw = torch.ones(lr.numel(), device=lp.device) if w is None else w.float().to(lp.device)[lr]
+    sft = -(lp[2 * n :] * tw).sum() / tw.sum().clamp(min=1e-12) if lr.numel() else lp.sum() * 0.0
     return {"sft": sft, "gap": gap}
 
 

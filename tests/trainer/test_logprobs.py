@@ -109,15 +109,16 @@ def test_judge_losses_from_chunked_logprobs_equal_those_from_full_logits():
         Example("long", context=list(range(20, 31)), correct=11, wrong=12, answer=[12, 40]),
     ]
     b = build_batch(examples, pad_id=0)
-    for gamma in (0.0, 0.7, 50.0):
+    weighted = {**b, "weight": torch.tensor([3.0, 1.0, 0.25])}  # e.g. --human-weight 3 on row 0
+    for gamma, batch in ((0.0, b), (0.7, b), (50.0, b), (0.7, weighted)):
         full = model(
-            input_ids=b["input_ids"],
-            attention_mask=b["attention_mask"],
-            position_ids=b["position_ids"],
-            logits_to_keep=b["keep"],
+            input_ids=batch["input_ids"],
+            attention_mask=batch["attention_mask"],
+            position_ids=batch["position_ids"],
+            logits_to_keep=batch["keep"],
         ).logits
-        want = judge_losses(full, b, gamma)
-        got = model_judge_losses(model, b, gamma)  # what judge training computes
+        want = judge_losses(full, batch, gamma)
+        got = model_judge_losses(model, batch, gamma)  # what judge training computes
         for k in want:
             assert float(got[k].detach()) == pytest.approx(float(want[k].detach()), abs=1e-5), k
     g1 = torch.autograd.grad(want["sft"] + want["margin"], model.model.layers[0].mlp.up_proj.weight)
