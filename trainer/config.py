@@ -277,6 +277,11 @@ class JudgeTrainSection(_Section):
     max_train_minutes: float | None = Field(None, gt=0.0, le=10_080.0)
     min_pairwise: float = Field(0.5, ge=0.0, le=1.0)
     """The check passes when the held-out pairwise accuracy's CI lies above this."""
+    max_tied_shorter: float = Field(0.5, ge=0.0, le=1.0)
+    """With held-out tie pairs (``tie_ratio`` > 0) the check also fails when the judge is shown
+    to prefer the shorter of two verifier-tied trajectories more often than this (the 95%
+    Wilson interval over those pairs lies above it): the length shortcut a judge-only reward
+    teaches (bench/RESULTS.md, issue 22); 1.0 = never."""
     use: bool = True
     """Judge GRPO's groups with the trained judge (``[judge].model`` is replaced)."""
     refresh_every: int = Field(0, ge=0, le=1_000_000)

@@ -11,7 +11,8 @@ After ``[sft]`` and before GRPO, :func:`run_judge_train_stage`:
 3. **checks** the trained judge on the held-out tasks of the same rollout (pairs the judge
    never trained on, each judged in both orders): pairwise accuracy and position consistency
    with 95% cluster-bootstrap CIs; ``passed`` when the accuracy's CI lies above
-   ``min_pairwise``.
+   ``min_pairwise`` and, where held-out tie pairs were checked (``tie_ratio`` > 0), the judge
+   is not shown to prefer the shorter of two verifier-tied trajectories (``max_tied_shorter``).
 
 It returns the judge model string (``local/smollm2@<out>/judge_train/adapter``) that GRPO's
 ``[judge]`` should use when ``use`` is set. :func:`refresh_judge` retrains it every
@@ -26,6 +27,7 @@ watches that).
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -78,15 +80,18 @@ one or two tasks (the bootstrap resamples tasks) says nothing, e.g. 2 pairs judg
 [1.00, 1.00]."""
 
 
-def _check(summary: dict[str, Any], min_pairwise: float) -> dict[str, Any]:
-    """The held-out numbers of the trained judge and whether they pass (the pairwise CI above
-    ``min_pairwise`` on at least ``MIN_CHECK_PAIRS`` pairs in ``MIN_CHECK_TASKS`` tasks)."""
+def _check(summary: dict[str, Any], min_pairwise: float, max_tied_shorter: float = 1.0) -> dict[str, Any]:  # fmt: skip
+    """The held-out numbers of the trained judge and whether they pass: the pairwise CI above
+    ``min_pairwise`` on at least ``MIN_CHECK_PAIRS`` pairs in ``MIN_CHECK_TASKS`` tasks, and,
+    where judge-train checked held-out tie pairs, no lean to the shorter of two tied
+    trajectories shown above ``max_tied_shorter`` (:func:`_tie_lean`)."""
     comp = summary.get("comparison") or {}
     judges: dict[str, Any] = comp.get("judges") or {}
     first: dict[str, Any] = next(iter(judges.values()), {})
     row = first.get("all", {})
     ci = row.get("pairwise_accuracy_ci")
     enough = (comp.get("n_pairs") or 0) >= MIN_CHECK_PAIRS and (comp.get("n_tasks") or 0) >= MIN_CHECK_TASKS  # fmt: skip
+    lean = _tie_lean(summary, max_tied_shorter)
     return {
         "heldout_pairs": comp.get("n_pairs"),
         "heldout_tasks": comp.get("n_tasks"),
@@ -97,7 +102,27 @@ def _check(summary: dict[str, Any], min_pairwise: float) -> dict[str, Any]:
         "baselines": comp.get("baselines"),
         "min_pairwise": min_pairwise,
         "enough_evidence": enough,
-        "passed": bool(enough and ci and ci[0] > min_pairwise),
+        **lean,
+        "passed": bool(enough and ci and ci[0] > min_pairwise and not lean["tied_lean_shown"]),
+    }
+
+
+def _tie_lean(summary: dict[str, Any], max_tied_shorter: float) -> dict[str, Any]:
+    """The trained judge's lean on held-out tie pairs (``summary["ties"]``, judge-train's tie
+    check): the share of pairs where it scored the shorter higher, its 95% Wilson interval
+    (pairs counted as independent, an even split as half rounded down), and whether that
+    interval lies above ``max_tied_shorter``. Nothing is shown without tie pairs."""
+    from rankgym.trainer.evaluate import wilson
+
+    ties = (summary.get("ties") or {}).get(summary.get("judge")) or {}
+    n, share = int(ties.get("pairs") or 0), ties.get("prefers_shorter")
+    ci = list(wilson(math.floor(share * n), n)) if n and share is not None else None
+    return {
+        "tied_pairs": n,
+        "tied_shorter": share if n else None,
+        "tied_shorter_ci": ci,
+        "max_tied_shorter": max_tied_shorter,
+        "tied_lean_shown": bool(ci and ci[0] > max_tied_shorter),
     }
 
 
@@ -147,7 +172,7 @@ def run_judge_train_stage(
         raise UserError(f"[judge_train]: {e}") from None
     if summary.get("stopped_on_time_cap"):
         say(time_cap_line(summary))
-    check = _check(summary, jt.min_pairwise)
+    check = _check(summary, jt.min_pairwise, jt.max_tied_shorter)
     result = {"judge": summary["judge"], "check": check, "rollout": rollout, "summary": summary}
     tmp = stage_file.with_name(STAGE_FILE + ".tmp")
     tmp.write_text(json.dumps(result, indent=2, default=str))
@@ -157,7 +182,8 @@ def run_judge_train_stage(
         f"judge_train: {summary['train_pairs']} training pairs; held-out pairwise "
         f"{check['pairwise_accuracy']:.2f} [{ci[0]:.2f}, {ci[1]:.2f}] on "
         f"{check['heldout_pairs']} pairs of this policy; "
-        + ("passed" if check["passed"] else f"NOT above {jt.min_pairwise}")
+        + _tie_clause(check)
+        + ("passed" if check["passed"] else "NOT passed")
     )
     return result
 
@@ -205,7 +231,7 @@ def refresh_judge(
     job = _job(cfg, jt, out, stores)
     job.runs = list(dict.fromkeys(runs))
     summary = run_judge_train(job)
-    check = _check(summary, jt.min_pairwise)
+    check = _check(summary, jt.min_pairwise, jt.max_tied_shorter)
     say(
         f"judge_train refresh after step {step + 1}: held-out pairwise {check['pairwise_accuracy']}"
     )
@@ -262,6 +288,36 @@ def _on_main(trainer: Any, fn: Callable[[], Any]) -> Any:
     return value
 
 
+def _tie_clause(check: dict[str, Any]) -> str:
+    """``held-out ties: ...; `` when the stage checked tie pairs, else empty."""
+    ci = check.get("tied_shorter_ci")
+    if not ci:
+        return ""
+    return (
+        f"held-out ties: prefers the shorter in {check['tied_shorter']:.2f} [{ci[0]:.2f}, "
+        f"{ci[1]:.2f}] of {check['tied_pairs']} pairs"
+        + (f" (a lean above {check['max_tied_shorter']})" if check["tied_lean_shown"] else "")
+        + "; "
+    )
+
+
+def failed_because(check: dict[str, Any]) -> str:
+    """Why a failed check failed, as the tail of :func:`on_policy_message`'s sentence."""
+    ci = check.get("pairwise_accuracy_ci")
+    out = []
+    if not (check.get("enough_evidence") and ci and ci[0] > check.get("min_pairwise", 0.5)):
+        out.append(f", not above min_pairwise {check.get('min_pairwise')}")
+    if check.get("tied_lean_shown"):
+        lo, hi = check["tied_shorter_ci"]
+        out.append(
+            f"{',' if not out else ' and'} it prefers the shorter of two verifier-tied held-out "
+            f"trajectories in {check['tied_shorter']:.2f} [{lo:.2f}, {hi:.2f}] of "
+            f"{check['tied_pairs']} pairs, above max_tied_shorter {check['max_tied_shorter']} "
+            "(a judge-only reward would teach the policy to stop early)"
+        )
+    return "".join(out)
+
+
 def on_policy_message(check: dict[str, Any]) -> str:
     """The numbers of the stage's held-out check on this policy's groups, in one sentence."""
     ci = check.get("pairwise_accuracy_ci") or [float("nan")] * 2
@@ -291,10 +347,7 @@ def _preflight_trained(trainer: Any, check: dict[str, Any]) -> dict[str, Any] | 
     if report is not None:
         report["on_policy"] = check
     if not check.get("passed"):
-        msg = (
-            f"[judge_train]: {on_policy_message(check)}, not above min_pairwise "
-            f"{check.get('min_pairwise')}"
-        )
+        msg = f"[judge_train]: {on_policy_message(check)}{failed_because(check)}"
         if reward_class(cfg.reward.kind).judge_only and not trainer.force:
             raise UserError(
                 msg + ": a judge-only reward would train on noise. Options: more judge data "
@@ -372,7 +425,7 @@ def _maybe_judge_only(trainer: Any, check: dict[str, Any]) -> None:
         )
         return
     why = (
-        f"{on_policy_message(check)}, not above {check.get('min_pairwise')}"
+        f"{on_policy_message(check)}{failed_because(check)}"
         if not check.get("passed")
         else f"its calibration judge-check did not pass ({(report or {}).get('message')})"
     )

@@ -307,7 +307,7 @@ def test_reward_when_passed_makes_grpo_judge_only_only_for_a_judge_that_passed(
         assert t.cfg.reward.kind == "judge+verifiable"  # the configured reward and judge stay
         assert t.spec.model == "local/smollm2-yesno" and checked[-1] == "local/smollm2-yesno"
         assert "the reward stays 'judge+verifiable'" in said[-1]
-    assert "not above 0.5" in said[-2] and "calibration judge-check" in said[-1]
+    assert "not above min_pairwise 0.5" in said[-2] and "calibration judge-check" in said[-1]
 
 
 def test_demo_judge_train_adds_the_stage_and_its_numbers_reach_the_json():
@@ -353,6 +353,30 @@ def test_the_held_out_check_does_not_pass_on_a_handful_of_pairs():
     assert not _check(summary(MIN_CHECK_PAIRS, MIN_CHECK_TASKS - 1), 0.5)["passed"]
     ok = _check(summary(MIN_CHECK_PAIRS, MIN_CHECK_TASKS), 0.5)
     assert ok["passed"] and ok["enough_evidence"]
+
+
+def test_the_held_out_check_fails_a_judge_shown_to_prefer_the_shorter_of_two_tied_trajectories():
+    from rankgym.trainer.judge_stage import _check, failed_because
+
+    def summary(tie_pairs: int, shorter: float) -> dict:
+        row = {"all": {"pairwise_accuracy": 0.92, "pairwise_accuracy_ci": [0.83, 0.98]}}
+        ties = {"J": {"pairs": tie_pairs, "prefers_shorter": shorter}} if tie_pairs else {}
+        return {"judge": "J", "ties": ties,
+                "comparison": {"n_pairs": 80, "n_tasks": 18, "judges": {"J": row}}}  # fmt: skip
+
+    c = _check(summary(80, 0.68), 0.5, 0.5)  # session 5's judge C: 0.68 of 80 held-out ties
+    assert not c["passed"] and c["tied_lean_shown"] and c["tied_pairs"] == 80
+    assert 0.5 < c["tied_shorter_ci"][0] < 0.68 < c["tied_shorter_ci"][1]
+    why = failed_because(c)
+    assert "min_pairwise" not in why  # its decided pairs were fine: only the lean failed it
+    assert "0.68" in why and "80 pairs" in why and "max_tied_shorter 0.5" in why
+    assert _check(summary(80, 0.55), 0.5, 0.5)["passed"]  # a lean not shown on 80 pairs
+    assert _check(summary(80, 0.68), 0.5, 1.0)["passed"]  # 1.0: the gate is off
+    none = _check(summary(0, 0.0), 0.5, 0.5)  # no tie pairs checked: nothing shown
+    assert none["passed"] and none["tied_shorter"] is None and none["tied_shorter_ci"] is None
+    few = _check(summary(6, 1.0), 0.5, 0.5)  # 6 of 6: Wilson [0.61, 1.00] lies above 0.5
+    assert not few["passed"]
+    assert "not above min_pairwise" in failed_because(_check(summary(80, 0.9), 0.99, 0.5))
 
 
 def test_a_checkpoint_saves_the_policys_adapter_not_a_local_judges_loaded_beside_it(tmp_path):
