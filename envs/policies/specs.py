@@ -62,7 +62,8 @@ def make_policy(
     if spec in ("embedded", "transformers"):
         dtype = auto_dtype("cpu")
         model, tok = shared_embedded(dtype)
-        return TransformersPolicy(model, tok, name="embedded", **sampling)
+        # the shared base may hold a judge's or a trainer's adapter: sample the base alone
+        return TransformersPolicy(model, tok, name="embedded", base_only=True, **sampling)
     if spec.startswith("hf:"):
         path, adapter = spec[3:], None
         if "@" in path and not Path(path).is_dir():

@@ -45,7 +45,9 @@ class TransformersPolicy(LocalTokensPolicy):
     (faster prefill; at small batches it slows decoding); weights already in bf16 run as they
     are; True/False force it. ``adapter``: the name of a peft adapter loaded into ``model``
     (``rankgym.model.load_named_adapter``) that sampling switches to (and back after), so
-    several policies share one base model; None samples with whatever is active. ``reuse_kv``:
+    several policies share one base model; None samples with whatever is active, unless
+    ``base_only``: then every adapter is switched off while it samples (the embedded policy over
+    the process-wide base copy, into which a judge or a trainer may have loaded theirs). ``reuse_kv``:
     identical prompts in a batch are prefilled once, and a prompt that extends a conversation
     this policy sampled in its previous ``generate_rows`` call continues from that call's KV
     cache (``kvreuse.py``); False prefills every prompt in full. Prompts longer than ``max_prompt_tokens`` keep the system message's
@@ -63,6 +65,7 @@ class TransformersPolicy(LocalTokensPolicy):
         autocast: bool | None = None,
         adapter: str | None = None,
         reuse_kv: bool = True,
+        base_only: bool = False,
         **sampling: Unpack[Sampling],
     ) -> None:
         import torch
@@ -79,6 +82,7 @@ class TransformersPolicy(LocalTokensPolicy):
         self.device = param.device
         self.autocast = autocast
         self.adapter = adapter
+        self.base_only = base_only and adapter is None
         self.reuse_kv = reuse_kv
         self._kv: tuple[Any, list[Entry]] = ((), [])  # (fingerprint, entries of the last call)
         self._autocast_capable = (
@@ -184,8 +188,9 @@ class TransformersPolicy(LocalTokensPolicy):
         model.eval()
         try:
             with (
+                # base_only: adapter None switches them all off; off (reference) stays off
                 using_adapter(model, self.adapter)
-                if self.adapter and not adapters_disabled(model)  # off (reference) stays off
+                if (self.adapter or self.base_only) and not adapters_disabled(model)
                 else nullcontext(),
                 torch.inference_mode(),
                 torch.autocast(device.type, dtype=torch.bfloat16, enabled=self._use_autocast(n)),

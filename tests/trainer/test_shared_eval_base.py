@@ -48,3 +48,23 @@ def test_two_adapters_over_the_embedded_base_share_it_and_sample_as_fresh_copies
         alone = TransformersPolicy(own, tok, max_new_tokens=6, temperature=0.7, seed=3)
         assert _sample(alone) == got
     assert got1 != got2  # the two adapters really differ
+
+
+def test_the_embedded_policy_samples_the_base_alone_after_adapters_were_loaded_into_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    from rankgym.envs.policies import make_policy
+
+    base = save_tiny_model(tmp_path / "base")
+    shared = rg_model.load_causal_lm(str(base))
+    fresh, tok = rg_model.load_causal_lm(str(base))
+    want = _sample(TransformersPolicy(fresh, tok, max_new_tokens=6, temperature=0.7, seed=3))
+    monkeypatch.setattr(rg_model, "embedded_model_dir", lambda: base)
+    monkeypatch.setattr(rg_model, "shared_embedded", lambda dtype="bfloat16": shared)
+    monkeypatch.setattr("rankgym.envs.policies.specs.shared_embedded", lambda dtype: shared)
+    ctx = TrainingContext.from_adapter(_adapter(base, tmp_path / "a", 1), max_new_tokens=6,
+                                       temperature=0.7, seed=3)  # fmt: skip
+    assert ctx.model.get_base_model() is shared[0]  # its adapter now lives in the shared base
+    got = _sample(make_policy("embedded", max_new_tokens=6, temperature=0.7, seed=3))
+    assert got == want
+    assert _sample(ctx.policy("p")) != want  # the adapter loaded into that base really differs
