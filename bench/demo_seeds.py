@@ -80,14 +80,21 @@ def run_one(pkg: Path, out: Path, seed: int, threads: int, extra: list[str]) -> 
         return json.loads(done.read_text())
     env = {**os.environ, "PYTHONPATH": str(pkg), "RANKGYM_THREADS": str(threads),
            "HF_HUB_OFFLINE": "1", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}  # fmt: skip
-    cmd = [sys.executable, "-m", "rankgym", "demo", "--seed", str(seed), "--json",
+    # -P and cwd: `python -m` would put the working directory first on sys.path, ahead of
+    # PYTHONPATH, and from a checkout that is today's tree, not the snapshot
+    cmd = [sys.executable, "-P", "-m", "rankgym", "demo", "--seed", str(seed), "--json",
            "--out", str(out / f"seed-{seed}"), *extra]  # fmt: skip
+    probe = [sys.executable, "-P", "-c", "import rankgym; print(rankgym.__file__)"]
+    where = subprocess.run(probe, env=env, cwd=pkg, capture_output=True, text=True, check=False)
+    if not where.stdout.strip().startswith(str(pkg)):
+        raise RuntimeError(f"the snapshot {pkg} does not import as rankgym: {where.stdout or where.stderr}")  # fmt: skip
     t0 = time.monotonic()
     with open(out / f"seed-{seed}.log", "w") as log:
-        proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=log, text=True, check=False)  # fmt: skip
+        proc = subprocess.run(cmd, env=env, cwd=pkg, stdout=subprocess.PIPE, stderr=log, text=True, check=False)  # fmt: skip
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}; see {out}/seed-{seed}.log")
     summary = summary_of(proc.stdout)
+    summary["code"] = str(pkg)
     summary["wall_s"] = round(time.monotonic() - t0, 1)
     summary["threads"] = threads
     done.write_text(json.dumps(summary, indent=2))
