@@ -181,7 +181,9 @@ def test_served_training_moves_a_tie_pairs_order_averaged_p_to_even_not_each_ord
     train_judge(model, tok, exs, served, tmp_path / "w2", "t", progress=False)
     px, py = p_a()
     assert abs((px + 1 - py) / 2 - 0.5) < 0.02  # the served score is even ...
-    assert px > 0.6 and py > 0.6  # ... while each order still favours "A": a position bias
+    # ... while each order still favours the same slot, A or B: a position bias (which slot
+    # depends on the CPU's float rounding: "A" on the AVX2 boxes, "B" on an AMX one)
+    assert abs(px - 0.5) > 0.1 and abs(py - 0.5) > 0.1 and (px - 0.5) * (py - 0.5) > 0
 
 
 def test_on_a_content_lean_and_a_position_bias_served_descent_removes_only_the_lean():

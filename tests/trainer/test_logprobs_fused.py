@@ -44,7 +44,9 @@ def test_the_gradient_computed_in_forward_equals_autograd_through_recomputed_log
     lp_ref, g_ref = _grads(head, hidden, targets, temperature, chunk, False, monkeypatch)
     lp, g = _grads(head, hidden, targets, temperature, chunk, True, monkeypatch)
     torch.testing.assert_close(lp, lp_ref, rtol=0, atol=1e-6)
-    torch.testing.assert_close(g, g_ref, rtol=1e-5, atol=1e-7)
+    # float32 sums in another order: one element in 352 differed by 3e-7 (1.8e-5 relative) on
+    # a CPU with AMX and AVX-512 BF16, against 1e-7 elsewhere
+    torch.testing.assert_close(g, g_ref, rtol=1e-4, atol=1e-6)
 
 
 def test_under_bf16_autocast_the_fused_gradient_stays_within_bf16_rounding(monkeypatch):
