@@ -92,6 +92,7 @@ def _check(summary: dict[str, Any], min_pairwise: float, max_tied_shorter: float
     ci = row.get("pairwise_accuracy_ci")
     enough = (comp.get("n_pairs") or 0) >= MIN_CHECK_PAIRS and (comp.get("n_tasks") or 0) >= MIN_CHECK_TASKS  # fmt: skip
     lean = _tie_lean(summary, max_tied_shorter)
+    pairwise_passed = bool(enough and ci and ci[0] > min_pairwise)
     return {
         "heldout_pairs": comp.get("n_pairs"),
         "heldout_tasks": comp.get("n_tasks"),
@@ -102,8 +103,9 @@ def _check(summary: dict[str, Any], min_pairwise: float, max_tied_shorter: float
         "baselines": comp.get("baselines"),
         "min_pairwise": min_pairwise,
         "enough_evidence": enough,
+        "pairwise_passed": pairwise_passed,
         **lean,
-        "passed": bool(enough and ci and ci[0] > min_pairwise and not lean["tied_lean_shown"]),
+        "passed": pairwise_passed and not lean["tied_lean_shown"],
     }
 
 
@@ -303,9 +305,8 @@ def _tie_clause(check: dict[str, Any]) -> str:
 
 def failed_because(check: dict[str, Any]) -> str:
     """Why a failed check failed, as the tail of :func:`on_policy_message`'s sentence."""
-    ci = check.get("pairwise_accuracy_ci")
     out = []
-    if not (check.get("enough_evidence") and ci and ci[0] > check.get("min_pairwise", 0.5)):
+    if not check.get("pairwise_passed"):  # also a check written before this field existed
         out.append(f", not above min_pairwise {check.get('min_pairwise')}")
     if check.get("tied_lean_shown"):
         lo, hi = check["tied_shorter_ci"]
