@@ -268,6 +268,10 @@ class JudgeTrainSection(_Section):
     """What the tie loss pulls to 0.5 (``rankgym judge-train --tie-loss``): each presentation's
     P(first better), or ``served``: the pair's order-averaged P, the score GRPO reads, or
     ``served-logit``: its order-averaged logit (``rankgym.trainer.judge_loss``)."""
+    lambda_tie: float = Field(1.0, ge=0.0, le=1000.0)
+    """Weight of the tie loss (``rankgym judge-train --lambda-tie``)."""
+    max_context_tokens: int = Field(768, ge=64, le=1_000_000)
+    """Longest pair presentation trained on (``--max-context-tokens``); longer ones are skipped."""
     max_train_pairs: int = Field(150, ge=1, le=1_000_000)
     max_heldout_pairs: int = Field(60, ge=1, le=1_000_000)
     heldout_fraction: float = Field(0.3, gt=0.0, lt=1.0)
@@ -285,8 +289,13 @@ class JudgeTrainSection(_Section):
     use: bool = True
     """Judge GRPO's groups with the trained judge (``[judge].model`` is replaced)."""
     refresh_every: int = Field(0, ge=0, le=1_000_000)
-    """Online: every K GRPO steps retrain the judge on this run's newest groups (their verifier
-    rewards and any rankings) plus the judge-split data; 0 = never."""
+    """Online: every K GRPO steps retrain the judge (``refresh_data``); 0 = never."""
+    refresh_data: Literal["run", "judge_split"] = "run"
+    """What a refresh learns from (``trainer/judge_refresh.py``): ``run``, this run's groups so
+    far (their verifier rewards and any rankings) plus the judge-split data, a fresh LoRA; or
+    ``judge_split``, the current policy rolled out again on the judge split (tasks GRPO never
+    draws) and the current judge trained further on those groups, so the verifier never labels
+    a task GRPO trains on."""
 
 
 class TrainConfig(_Section):

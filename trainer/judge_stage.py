@@ -15,8 +15,8 @@ After ``[sft]`` and before GRPO, :func:`run_judge_train_stage`:
    is not shown to prefer the shorter of two verifier-tied trajectories (``max_tied_shorter``).
 
 It returns the judge model string (``local/smollm2@<out>/judge_train/adapter``) that GRPO's
-``[judge]`` should use when ``use`` is set. :func:`refresh_judge` retrains it every
-``refresh_every`` steps on the run's newest groups (online). A rerun with ``--resume`` reuses a
+``[judge]`` should use when ``use`` is set. ``judge_refresh.py`` retrains it every
+``refresh_every`` steps during GRPO (online). A rerun with ``--resume`` reuses a
 finished stage (``stage.json``).
 
 What it does not do: label anything itself (the verifier and people do), or guarantee that a
@@ -52,8 +52,8 @@ def _job(cfg: TrainConfig, jt: JudgeTrainSection, out: Path, stores: list[str]) 
     train = JudgeTrainConfig(
         epochs=jt.epochs, lr=jt.lr, lora_r=jt.lora_r, lora_alpha=2 * jt.lora_r,
         max_train_seconds=jt.max_train_minutes * 60 if jt.max_train_minutes else None,
-        reason_tokens=0, max_line_chars=120, max_context_tokens=768, seed=cfg.seed,
-        tie_loss=jt.tie_loss,
+        reason_tokens=0, max_line_chars=120, max_context_tokens=jt.max_context_tokens,
+        seed=cfg.seed, tie_loss=jt.tie_loss, lambda_tie=jt.lambda_tie,
     )  # fmt: skip
     return JudgeTrainJob(
         out, stores=stores, base=_judge_base(cfg),
@@ -190,74 +190,6 @@ def run_judge_train_stage(
     return result
 
 
-def refresh_due(cfg: TrainConfig, step: int) -> bool:
-    """True when GRPO step ``step`` (0-based, just finished) should refresh the judge."""
-    jt = cfg.judge_train
-    return bool(jt and jt.refresh_every and (step + 1) % jt.refresh_every == 0)
-
-
-def refresh_judge(
-    cfg: TrainConfig,
-    store_path: str | Path,
-    run_id: str,
-    step: int,
-    out_dir: str | Path,
-    *,
-    echo: Callable[[str], None] | None = None,
-) -> dict[str, Any]:
-    """Retrain the judge on *this run's* groups so far (their verifier rewards and rankings),
-    the judge-split rollout and ``judge_train.stores``, into
-    ``out_dir/judge_train/refresh-<step + 1>``; returns ``{"judge", "check", "summary"}`` like
-    :func:`run_judge_train_stage`.
-
-    Other runs in the training store are left out: only groups of ``run_id``, of the
-    judge-split rollout (``judge-split:ENV``) and of the runs in ``judge_train.stores`` are read.
-    """
-    from rankgym.store import Store
-    from rankgym.trainer.judge_rollout import ROLLOUT_RUN
-
-    jt = cfg.judge_train
-    if jt is None:
-        raise ValueError("the config has no [judge_train] section")
-    say = echo or (lambda _m: None)
-    base = Path(out_dir) / "judge_train"
-    out = base / f"refresh-{step + 1}"
-    stores = [str(store_path), *jt.stores]
-    runs = [run_id, *(f"{ROLLOUT_RUN}:{env}" for env in (jt.envs or [cfg.env.id]))]
-    for extra in jt.stores:  # a labelled store of the user's: all of its runs
-        with Store(extra, readonly=True) as s:
-            runs += [r["id"] for r in s.runs()]
-    rollout_db = base / "data" / "rollout.db"
-    if rollout_db.is_file():
-        stores.append(str(rollout_db))
-    job = _job(cfg, jt, out, stores)
-    job.runs = list(dict.fromkeys(runs))
-    summary = run_judge_train(job)
-    check = _check(summary, jt.min_pairwise, jt.max_tied_shorter)
-    say(
-        f"judge_train refresh after step {step + 1}: held-out pairwise {check['pairwise_accuracy']}"
-    )
-    return {"judge": summary["judge"], "check": check, "summary": summary}
-
-
-REFRESH_FILE = "refreshes.json"
-"""``<out>/judge_train/refreshes.json``: every online refresh that finished, oldest first
-(``after_step``, ``judge``, ``check``), so a resumed run judges with the newest one."""
-
-
-def _refreshes(out: Path) -> list[dict[str, Any]]:
-    p = Path(out) / "judge_train" / REFRESH_FILE
-    return json.loads(p.read_text()) if p.is_file() else []
-
-
-def _record_refresh(out: Path, after_step: int, res: dict[str, Any]) -> None:
-    from rankgym.trainer.checkpoint import write_json_atomic
-
-    rows = [r for r in _refreshes(out) if r["after_step"] != after_step]
-    rows.append({"after_step": after_step, "judge": res["judge"], "check": res["check"]})
-    write_json_atomic(Path(out) / "judge_train" / REFRESH_FILE, sorted(rows, key=lambda r: r["after_step"]))  # fmt: skip
-
-
 def swaps_judge(cfg: TrainConfig) -> bool:
     """Whether ``[judge_train]`` replaces ``[judge].model`` for GRPO (``use`` and a reward that
     reads the judge): then the preflight judge-check runs on the trained judge, after the stage,
@@ -387,7 +319,9 @@ def judge_train_stage(trainer: Any) -> None:
 
         latest = ckpt.latest_checkpoint(trainer.out)
         done = int(ckpt.read_meta(latest)["step"]) if latest is not None else 0
-        refreshed = [r for r in _refreshes(trainer.out) if r["after_step"] <= done]
+        from rankgym.trainer.judge_refresh import refreshes
+
+        refreshed = [r for r in refreshes(trainer.out) if r["after_step"] <= done]
         if refreshed:
             judge, check = refreshed[-1]["judge"], refreshed[-1]["check"]
             trainer.judge_train = {**res, "refresh": refreshed[-1]}
@@ -442,30 +376,3 @@ def _maybe_judge_only(trainer: Any, check: dict[str, Any]) -> None:
         from rankgym.trainer.checkpoint import write_json_atomic
 
         write_json_atomic(trainer.out / "judge_check.json", trainer.judge_check)
-
-
-def maybe_refresh(trainer: Any, step: int) -> None:
-    """The call site after GRPO step ``step``, on every rank: every ``refresh_every`` steps
-    rank 0 retrains the judge on this run's groups so far (:func:`refresh_judge`), records it
-    in ``refreshes.json`` (a resumed run picks it up) and every rank judges the next steps with
-    it. A refresh that fails warns and keeps the current judge."""
-    cfg = trainer.cfg
-    if not refresh_due(cfg, step) or trainer.spec is None:
-        return
-    from rankgym.errors import UserError
-
-    def refresh() -> dict[str, Any]:
-        res = refresh_judge(cfg, cfg.store_path, trainer.run_id, step, trainer.out, echo=trainer.echo)  # fmt: skip
-        _record_refresh(trainer.out, step + 1, res)
-        return res
-
-    try:
-        res = _on_main(trainer, refresh)
-    except UserError as e:  # e.g. too few new pairs: a failed refresh must not end the GRPO run
-        trainer.echo(f"warning: judge_train refresh after step {step + 1} failed ({e}); GRPO keeps its current judge")  # fmt: skip
-        return
-    trainer.judge_train = {**(trainer.judge_train or {}), "refresh": res}
-    if cfg.judge_train and cfg.judge_train.use:
-        _use_judge(trainer, res["judge"])
-        if trainer.judge_check is not None:
-            trainer.judge_check = {**trainer.judge_check, "on_policy": res["check"]}

@@ -451,7 +451,7 @@ class Trainer:
             history.append(m)
             self.echo(step_line(m, k, cfg.steps))
             if cfg.judge_train is not None:  # online: retrain the judge every K steps
-                from rankgym.trainer.judge_stage import maybe_refresh
+                from rankgym.trainer.judge_refresh import maybe_refresh
 
                 maybe_refresh(self, k)
             if (

@@ -91,10 +91,14 @@ def test_a_resumed_run_reuses_the_trained_judge(run, monkeypatch):
 
 
 def test_online_refresh_is_due_every_k_steps():
-    from rankgym.trainer.judge_stage import refresh_due
+    from rankgym.trainer.judge_refresh import refresh_due
 
     cfg = TrainConfig.model_validate({"judge_train": {"refresh_every": 2}})
     assert [refresh_due(cfg, k) for k in range(4)] == [False, True, False, True]
+    last = cfg.model_copy(
+        update={"steps": 4}
+    )  # a judge refreshed after the last step judges nothing
+    assert [refresh_due(last, k) for k in range(4)] == [False, True, False, False]
     assert not refresh_due(TrainConfig.model_validate({"judge_train": {}}), 1)
 
 
@@ -145,11 +149,11 @@ def test_judge_train_rolls_an_adapter_out_on_the_judge_split_from_the_command_li
 def test_an_online_refresh_retrains_the_judge_on_the_runs_groups_and_switches_to_it(run):
     from types import SimpleNamespace
 
-    from rankgym.trainer.judge_stage import maybe_refresh
+    from rankgym.trainer.judge_refresh import maybe_refresh
 
     t, root = run
     jt = t.cfg.judge_train.model_copy(update={"refresh_every": 1})
-    cfg = t.cfg.model_copy(update={"judge_train": jt})
+    cfg = t.cfg.model_copy(update={"judge_train": jt, "steps": 2})
     fake = SimpleNamespace(cfg=cfg, spec=t.spec, dist=t.dist, run_id=t.run_id, out=t.out,
                            echo=lambda _m: None, judge_train=dict(t.judge_train),
                            judge_check=None)  # fmt: skip
@@ -165,25 +169,72 @@ def test_a_failed_online_refresh_keeps_the_current_judge_and_says_so(monkeypatch
     from types import SimpleNamespace
 
     from rankgym.errors import UserError
-    from rankgym.trainer import judge_stage
+    from rankgym.trainer import judge_refresh
 
     def fail(*_a, **_k):
         raise UserError("judge-train: 0 training pairs")
 
-    monkeypatch.setattr(judge_stage, "refresh_judge", fail)
+    monkeypatch.setattr(judge_refresh, "refresh_judge", fail)
     said: list[str] = []
-    cfg = SimpleNamespace(judge_train=SimpleNamespace(refresh_every=1, use=True), store_path="s.db")
+    cfg = SimpleNamespace(
+        judge_train=SimpleNamespace(refresh_every=1, use=True), steps=2, store_path="s.db"
+    )
     spec = SimpleNamespace(model="local/smollm2@old")
     dist = SimpleNamespace(main=True, broadcast=lambda obj: obj)
     fake = SimpleNamespace(cfg=cfg, spec=spec, dist=dist, run_id="r",
                            out=Path("o"), echo=said.append, judge_train=None)  # fmt: skip
-    judge_stage.maybe_refresh(fake, 0)
+    judge_refresh.maybe_refresh(fake, 0)
     assert fake.spec is spec and fake.judge_train is None
     assert (
         len(said) == 1
         and "refresh after step 1 failed" in said[0]
         and "0 training pairs" in said[0]
     )
+
+
+def test_a_judge_split_refresh_rolls_the_current_policy_out_and_trains_the_judge_further(run):
+    from types import SimpleNamespace
+
+    from rankgym.judges.judge_data import read_jsonl
+    from rankgym.trainer import checkpoint as ckpt
+    from rankgym.trainer.judge_refresh import maybe_refresh
+
+    t, root = run
+    if ckpt.latest_checkpoint(t.out) is None:
+        t.step(0)
+    stage_judge = t.judge_train["judge"]
+    jt = t.cfg.judge_train.model_copy(update={"refresh_every": 1, "refresh_data": "judge_split"})
+    cfg = t.cfg.model_copy(update={"judge_train": jt, "steps": 2})
+    fake = SimpleNamespace(cfg=cfg, spec=t.spec.model_copy(update={"model": stage_judge}),
+                           dist=t.dist, run_id=t.run_id, out=t.out, echo=lambda _m: None,
+                           judge_train=dict(t.judge_train), judge_check=None)  # fmt: skip
+    maybe_refresh(fake, 0)
+    here = root / "run" / "judge_train"
+    adapter = here / "refresh-1" / "adapter"
+    assert fake.spec.model == f"local/smollm2@{adapter}" != stage_judge
+    meta = json.loads((adapter / "judge_train.json").read_text())
+    assert meta["init_adapter"] == str(here / "adapter")  # the current judge, trained further
+    assert t.cfg.store_path not in meta["stores"]  # never the verifier on GRPO's own groups
+    with Store(here / "data" / "refresh-1.db", readonly=True) as s:
+        groups = [s.get_group(g) for g in s.group_ids()]
+    assert groups and all(in_judge_split(g.task_id) for g in groups)
+    policies = {turn.policy for g in groups for tr in g.trajectories for turn in tr.turns}
+    assert policies == {"judge-data-policy@step1"}  # the policy as it is now, not the SFT start
+    with Store(t.cfg.store_path, readonly=True) as s:
+        grpo_tasks = {s.get_group(g).task_id for g in s.group_ids(run_id=t.run_id)}
+    data = here / "refresh-1" / "data"
+    pairs = read_jsonl(data / "train.jsonl") + read_jsonl(data / "heldout.jsonl")
+    assert pairs and not {p.task_id for p in pairs} & grpo_tasks
+    assert fake.judge_train["refresh"]["rollout"][0]["groups"] == len(groups)
+
+
+def test_a_judge_split_refresh_needs_a_trained_local_judge():
+    from rankgym.errors import UserError
+    from rankgym.trainer.judge_refresh import _judge_adapter
+
+    for judge in ("openai/gpt-4o-mini", "local/smollm2-yesno", None):
+        with pytest.raises(UserError, match="refresh_data = 'run'"):
+            _judge_adapter(judge)
 
 
 def _other_runs_groups(store_path: str) -> None:
@@ -206,7 +257,7 @@ def test_a_refresh_learns_only_from_this_runs_groups_and_a_resumed_run_judges_wi
 
     from rankgym.judges.judge_data import read_jsonl
     from rankgym.trainer import checkpoint as ckpt
-    from rankgym.trainer import judge_stage, loop, preflight
+    from rankgym.trainer import judge_refresh, loop, preflight
     from rankgym.trainer.loop import Trainer
 
     t, root = run
@@ -214,11 +265,11 @@ def test_a_refresh_learns_only_from_this_runs_groups_and_a_resumed_run_judges_wi
         t.step(0)
     _other_runs_groups(t.cfg.store_path)
     jt = t.cfg.judge_train.model_copy(update={"refresh_every": 1})
-    cfg = t.cfg.model_copy(update={"judge_train": jt})
+    cfg = t.cfg.model_copy(update={"judge_train": jt, "steps": 2})
     fake = SimpleNamespace(cfg=cfg, spec=t.spec, dist=t.dist, run_id=t.run_id, out=t.out,
                            echo=lambda _m: None, judge_train=dict(t.judge_train),
                            judge_check=None)  # fmt: skip
-    judge_stage.maybe_refresh(fake, 0)
+    judge_refresh.maybe_refresh(fake, 0)
     data = root / "run" / "judge_train" / "refresh-1" / "data"
     pairs = read_jsonl(data / "train.jsonl") + read_jsonl(data / "heldout.jsonl")
     assert pairs and not any(p.task_id.startswith("other-") for p in pairs)

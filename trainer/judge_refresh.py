@@ -1,0 +1,195 @@
+"""Online refreshes of the ``[judge_train]`` judge during GRPO (``refresh_every`` > 0).
+
+Every ``refresh_every`` steps :func:`maybe_refresh` retrains the judge and GRPO judges the next
+steps with the result. ``refresh_data`` says what the new judge learns from:
+
+- ``run``: this run's groups so far (their verifier rewards and any people's rankings), the
+  stage's judge-split rollout and ``judge_train.stores``; a fresh LoRA. The verifier labels
+  GRPO's own tasks here, so a judge-only run with it is no longer judge-only in its data.
+- ``judge_split``: the policy *as it is now* (the newest checkpoint) rolled out again on the
+  judge split (train tasks GRPO never draws) into ``judge_train/data/refresh-<step>.db``, and
+  the current judge trained further on those groups (warm start) plus ``judge_train.stores``.
+  The verifier still labels only tasks GRPO never draws, but the judge sees the failures the
+  policy makes *now*, not only those of the SFT start (a judge-only run drifts to where its
+  judge is wrong: bench/RESULTS.md, issue 22).
+
+Each refresh is checked on held-out tasks of its own data like the stage (``_check``) and
+recorded in ``judge_train/refreshes.json``, so ``--resume`` judges with the newest one. A
+refresh that fails (too few pairs, say) warns and keeps the current judge. What it does not do:
+stop a run whose refreshed judge failed its check (the monitor and its guard watch the judge
+on GRPO's groups), or refresh on any rank but 0.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from rankgym.trainer.config import TrainConfig
+from rankgym.trainer.judge_pipeline import run_judge_train
+from rankgym.trainer.judge_stage import _check, _job, _on_main, _rollout_kwargs, _use_judge
+
+REFRESH_FILE = "refreshes.json"
+"""``<out>/judge_train/refreshes.json``: every online refresh that finished, oldest first
+(``after_step``, ``judge``, ``check``), so a resumed run judges with the newest one."""
+
+
+def refresh_due(cfg: TrainConfig, step: int) -> bool:
+    """True when GRPO step ``step`` (0-based, just finished) should refresh the judge: every
+    ``refresh_every`` steps, never after the last step (no step would be judged by it)."""
+    jt = cfg.judge_train
+    due = bool(jt and jt.refresh_every and (step + 1) % jt.refresh_every == 0)
+    return due and step + 1 < cfg.steps
+
+
+def refresh_judge(
+    cfg: TrainConfig,
+    store_path: str | Path,
+    run_id: str,
+    step: int,
+    out_dir: str | Path,
+    *,
+    judge: str | None = None,
+    policy_adapter: str | Path | None = None,
+    echo: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Retrain the judge after GRPO step ``step`` (0-based) into
+    ``out_dir/judge_train/refresh-<step + 1>`` on ``judge_train.refresh_data`` (module doc);
+    returns ``{"judge", "check", "summary"}`` like ``run_judge_train_stage`` (plus
+    ``"rollout"`` for ``judge_split``).
+
+    ``run``: only groups of ``run_id``, of the judge-split rollout (``judge-split:ENV``) and of
+    the runs in ``judge_train.stores`` are read; other runs in the training store are left out.
+    ``judge_split`` needs ``policy_adapter`` (the policy to roll out, e.g. the newest
+    checkpoint) and ``judge`` (the ``local/smollm2@DIR`` judge to train further).
+    """
+    from rankgym.store import Store
+    from rankgym.trainer.judge_rollout import ROLLOUT_RUN
+
+    jt = cfg.judge_train
+    if jt is None:
+        raise ValueError("the config has no [judge_train] section")
+    say = echo or (lambda _m: None)
+    base = Path(out_dir) / "judge_train"
+    out = base / f"refresh-{step + 1}"
+    envs = jt.envs or [cfg.env.id]
+    runs = [f"{ROLLOUT_RUN}:{env}" for env in envs]
+    for extra in jt.stores:  # a labelled store of the user's: all of its runs
+        with Store(extra, readonly=True) as s:
+            runs += [r["id"] for r in s.runs()]
+    rollout: list[dict[str, Any]] | None = None
+    if jt.refresh_data == "judge_split":
+        db = base / "data" / f"refresh-{step + 1}.db"
+        rollout = _rollout_now(cfg, policy_adapter, db, step, say)
+        job = _job(cfg, jt, out, [str(db), *jt.stores])
+        job.init_adapter = str(_judge_adapter(judge))
+    else:
+        stores = [str(store_path), *jt.stores]
+        runs = [run_id, *runs]
+        rollout_db = base / "data" / "rollout.db"
+        if rollout_db.is_file():
+            stores.append(str(rollout_db))
+        job = _job(cfg, jt, out, stores)
+    job.runs = list(dict.fromkeys(runs))
+    summary = run_judge_train(job)
+    check = _check(summary, jt.min_pairwise, jt.max_tied_shorter)
+    say(
+        f"judge_train refresh after step {step + 1}: held-out pairwise {check['pairwise_accuracy']}"
+        + (" on the policy's newest judge-split groups" if rollout is not None else "")
+    )
+    res: dict[str, Any] = {"judge": summary["judge"], "check": check, "summary": summary}
+    if rollout is not None:
+        res["rollout"] = rollout
+    return res
+
+
+def _judge_adapter(judge: str | None) -> Path:
+    """The adapter folder of the ``local/NAME@DIR`` judge a ``judge_split`` refresh trains on."""
+    from rankgym.errors import UserError
+    from rankgym.judge_adapter import adapter_dir, resolve_ref
+
+    ref = (
+        resolve_ref(judge.removeprefix("local/")) if judge and judge.startswith("local/") else None
+    )
+    if ref is None:
+        raise UserError(
+            f"judge_train.refresh_data = 'judge_split' trains the current judge further, but "
+            f"GRPO's judge {judge!r} is not a trained local judge (local/smollm2@DIR); use "
+            "refresh_data = 'run' or a [judge_train] stage with use = true"
+        )
+    return adapter_dir(ref)
+
+
+def _rollout_now(
+    cfg: TrainConfig, adapter: str | Path | None, db: Path, step: int, say: Callable[[str], None]
+) -> list[dict[str, Any]]:
+    """Roll the policy in ``adapter`` out on each env's judge split into ``db`` (the stage's
+    tasks, group size and turns; episode seeds of this step, so not the stage's samples)."""
+    from rankgym.errors import UserError
+    from rankgym.trainer.judge_rollout import adapter_policy, rollout_judge_split
+
+    jt = cfg.judge_train
+    assert jt is not None
+    if adapter is None:
+        raise UserError("a judge_split refresh needs the policy's newest checkpoint; none was written")  # fmt: skip
+    envs = jt.envs or [cfg.env.id]
+    db.parent.mkdir(parents=True, exist_ok=True)
+    say(f"judge_train refresh after step {step + 1}: rolling out {adapter} on the judge split")
+    policy = adapter_policy(adapter, f"judge-data-policy@step{step + 1}", max_new_tokens=cfg.policy.max_new_tokens,
+                            temperature=cfg.policy.temperature, seed=cfg.seed + step + 1)  # fmt: skip
+    rows = [
+        rollout_judge_split(policy, env, db, tasks=jt.tasks, group_size=jt.group_size,
+                            seed=cfg.seed + step + 1, max_turns=jt.max_turns or cfg.env.max_turns,
+                            env_kwargs=_rollout_kwargs(cfg, env))
+        for env in envs
+    ]  # fmt: skip
+    del policy
+    return rows
+
+
+def refreshes(out: str | Path) -> list[dict[str, Any]]:
+    """The finished refreshes of the run in ``out`` (``refreshes.json``), oldest first."""
+    p = Path(out) / "judge_train" / REFRESH_FILE
+    return json.loads(p.read_text()) if p.is_file() else []
+
+
+def _record_refresh(out: Path, after_step: int, res: dict[str, Any]) -> None:
+    from rankgym.trainer.checkpoint import write_json_atomic
+
+    rows = [r for r in refreshes(out) if r["after_step"] != after_step]
+    rows.append({"after_step": after_step, "judge": res["judge"], "check": res["check"]})
+    write_json_atomic(Path(out) / "judge_train" / REFRESH_FILE, sorted(rows, key=lambda r: r["after_step"]))  # fmt: skip
+
+
+def maybe_refresh(trainer: Any, step: int) -> None:
+    """The call site after GRPO step ``step``, on every rank: every ``refresh_every`` steps
+    rank 0 retrains the judge (:func:`refresh_judge`), records it in ``refreshes.json`` (a
+    resumed run picks it up) and every rank judges the next steps with it. A refresh that fails
+    warns and keeps the current judge."""
+    cfg = trainer.cfg
+    if not refresh_due(cfg, step) or trainer.spec is None:
+        return
+    from rankgym.errors import UserError
+
+    def refresh() -> dict[str, Any]:
+        from rankgym.trainer import checkpoint as ckpt
+
+        res = refresh_judge(
+            cfg, cfg.store_path, trainer.run_id, step, trainer.out, judge=trainer.spec.model,
+            policy_adapter=ckpt.latest_checkpoint(trainer.out), echo=trainer.echo,
+        )  # fmt: skip
+        _record_refresh(trainer.out, step + 1, res)
+        return res
+
+    try:
+        res = _on_main(trainer, refresh)
+    except UserError as e:  # e.g. too few new pairs: a failed refresh must not end the GRPO run
+        trainer.echo(f"warning: judge_train refresh after step {step + 1} failed ({e}); GRPO keeps its current judge")  # fmt: skip
+        return
+    trainer.judge_train = {**(trainer.judge_train or {}), "refresh": res}
+    if cfg.judge_train and cfg.judge_train.use:
+        _use_judge(trainer, res["judge"])
+        if trainer.judge_check is not None:
+            trainer.judge_check = {**trainer.judge_check, "on_policy": res["check"]}
