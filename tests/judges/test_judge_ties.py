@@ -170,10 +170,16 @@ def test_the_judge_train_stage_passes_its_tie_ratio_key_and_rejects_a_negative_o
     from rankgym.trainer.judge_stage import _job
 
     raw = demo_config(str(tmp_path / "run"), 1, "judge", 0)
-    raw["judge_train"] = {"tie_ratio": 0.5}
+    raw["judge_train"] = {"tie_ratio": 0.5, "tie_loss": "served-logit", "lambda_tie": 10.0,
+                          "max_context_tokens": 1024}  # fmt: skip
     cfg = validate_config(raw, TrainConfig)
     assert cfg.judge_train is not None
-    assert _job(cfg, cfg.judge_train, tmp_path / "jt", []).tie_ratio == 0.5
+    job = _job(cfg, cfg.judge_train, tmp_path / "jt", [])
+    assert job.tie_ratio == 0.5 and job.train.tie_loss == "served-logit"
+    assert job.train.lambda_tie == 10.0 and job.train.max_context_tokens == 1024
+    default = validate_config({**raw, "judge_train": {}}, TrainConfig).judge_train
+    assert default is not None
+    assert _job(cfg, default, tmp_path / "jt", []).train.max_context_tokens == 768
     raw["judge_train"] = {"tie_ratio": -1}
     with pytest.raises((UserError, ValueError), match="tie_ratio"):
         validate_config(raw, TrainConfig)
