@@ -29,7 +29,15 @@ from typing import Any
 
 from rankgym.trainer.config import TrainConfig
 from rankgym.trainer.judge_pipeline import run_judge_train
-from rankgym.trainer.judge_stage import _check, _job, _on_main, _rollout_kwargs, _use_judge
+from rankgym.trainer.judge_stage import (
+    _check,
+    _job,
+    _on_main,
+    _rollout_kwargs,
+    _use_judge,
+    failed_because,
+    on_policy_message,
+)
 
 REFRESH_FILE = "refreshes.json"
 """``<out>/judge_train/refreshes.json``: every online refresh that finished, oldest first
@@ -96,8 +104,11 @@ def refresh_judge(
     summary = run_judge_train(job)
     check = _check(summary, jt.min_pairwise, jt.max_tied_shorter)
     say(
-        f"judge_train refresh after step {step + 1}: held-out pairwise {check['pairwise_accuracy']}"
-        + (" on the policy's newest judge-split groups" if rollout is not None else "")
+        f"judge_train refresh after step {step + 1}: {summary['train_pairs']} training pairs; "
+        f"{on_policy_message(check)}"
+        + (" (its newest judge-split groups)" if rollout is not None else "")
+        + ("; passed" if check["passed"] else f"; NOT passed{failed_because(check)}")
+        + "; GRPO's next steps are judged by it"
     )
     res: dict[str, Any] = {"judge": summary["judge"], "check": check, "summary": summary}
     if rollout is not None:

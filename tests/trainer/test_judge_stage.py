@@ -205,10 +205,14 @@ def test_a_judge_split_refresh_rolls_the_current_policy_out_and_trains_the_judge
     stage_judge = t.judge_train["judge"]
     jt = t.cfg.judge_train.model_copy(update={"refresh_every": 1, "refresh_data": "judge_split"})
     cfg = t.cfg.model_copy(update={"judge_train": jt, "steps": 2})
+    said: list[str] = []
     fake = SimpleNamespace(cfg=cfg, spec=t.spec.model_copy(update={"model": stage_judge}),
-                           dist=t.dist, run_id=t.run_id, out=t.out, echo=lambda _m: None,
+                           dist=t.dist, run_id=t.run_id, out=t.out, echo=said.append,
                            judge_train=dict(t.judge_train), judge_check=None)  # fmt: skip
     maybe_refresh(fake, 0)
+    (line,) = [m for m in said if "held-out pairs" in m]
+    assert "training pairs" in line and "newest judge-split groups" in line
+    assert ("; passed" in line) != ("NOT passed" in line)
     here = root / "run" / "judge_train"
     adapter = here / "refresh-1" / "adapter"
     assert fake.spec.model == f"local/smollm2@{adapter}" != stage_judge
