@@ -18,8 +18,8 @@ prefill up to float rounding (greedy outputs match in the tests).
 What this does not do: check that the weights did not change between calls beyond the
 ``tag`` it is given (the policy's name, adapter and a checksum of its trainable weights), keep
 entries longer than one ``generate_rows`` call (an episode that is not continued in the next
-call loses its cache), or work with caches other than transformers' ``DynamicCache`` of
-full-attention layers.
+call loses its cache), or work with caches other than a ``DynamicCache`` of full-attention
+layers (``kvcache.py``'s, which grows in place).
 """
 
 from __future__ import annotations
@@ -99,16 +99,21 @@ def assemble(
     config: Any,
     device: Any,
     release: set[int] | None = None,
+    headroom: int | None = 64,
 ) -> tuple[Any, Any, int]:
     """A left-padded ``DynamicCache`` holding, per row, the first ``c`` positions of its entry;
     returns ``(cache, attention mask (R, L) long, L)``. ``L`` is 0 (and the cache empty) when
     no row reuses anything. Entries whose ``id`` is in ``release`` are not needed after this:
     each layer's tensors are dropped from them as soon as that layer is copied, so the old
-    caches and the new batch cache are not both held whole."""
+    caches and the new batch cache are not both held whole. Its layers grow in place with room
+    for ``headroom`` more positions (``kvcache.GrowingLayer``: no copy per decode step); None:
+    transformers' ``DynamicCache``, which copies every layer at every step."""
     import torch
     from transformers import DynamicCache
 
-    cache = DynamicCache(config=config)
+    from rankgym.envs.policies.kvcache import growing_cache
+
+    cache = DynamicCache(config=config) if headroom is None else growing_cache(config, headroom)
     width = max(c for _, c in plan)
     mask = torch.zeros((len(plan), width), dtype=torch.long, device=device)
     if width == 0:

@@ -50,7 +50,9 @@ class TransformersPolicy(LocalTokensPolicy):
     the process-wide base copy, into which a judge or a trainer may have loaded theirs). ``reuse_kv``:
     identical prompts in a batch are prefilled once, and a prompt that extends a conversation
     this policy sampled in its previous ``generate_rows`` call continues from that call's KV
-    cache (``kvreuse.py``); False prefills every prompt in full. Prompts longer than ``max_prompt_tokens`` keep the system message's
+    cache (``kvreuse.py``); False prefills every prompt in full. ``grow_kv``: the batch cache
+    grows in place (``kvcache.py``); False keeps transformers' ``DynamicCache``, which copies
+    every layer's cache at every decode step (``bench/rollout.py`` compares). Prompts longer than ``max_prompt_tokens`` keep the system message's
     tokens and the most recent tokens (a note is recorded in ``Generation.notes``). The sampling
     keywords (``max_new_tokens``, ``temperature``, ``top_p``, ``top_k``, ``seed``,
     ``max_prompt_tokens``, ``tool_mode``) are :class:`~rankgym.envs.policies.local.Sampling`.
@@ -66,6 +68,7 @@ class TransformersPolicy(LocalTokensPolicy):
         adapter: str | None = None,
         reuse_kv: bool = True,
         base_only: bool = False,
+        grow_kv: bool = True,
         **sampling: Unpack[Sampling],
     ) -> None:
         import torch
@@ -84,6 +87,7 @@ class TransformersPolicy(LocalTokensPolicy):
         self.adapter = adapter
         self.base_only = base_only and adapter is None
         self.reuse_kv = reuse_kv
+        self.grow_kv = grow_kv  # False: transformers' DynamicCache, a copy per step (bench)
         self._kv: tuple[Any, list[Entry]] = ((), [])  # (fingerprint, entries of the last call)
         self._autocast_capable = (
             self.device.type == "cpu" and param.dtype == torch.float32 and cpu_bf16_native()
@@ -281,7 +285,8 @@ class TransformersPolicy(LocalTokensPolicy):
 
         device = self.device
         config = getattr(self.model, "config", None)
-        cache, past_mask, _ = kvreuse.assemble(plan, config, device, release)
+        room = self.max_new_tokens if self.grow_kv else None
+        cache, past_mask, _ = kvreuse.assemble(plan, config, device, release, room)
         suffix = [p[c:] for p, (_, c) in zip(prompts, plan, strict=True)]
         s_w = max(len(x) for x in suffix)
         ids = torch.full((len(prompts), s_w), self.pad_id, dtype=torch.long)
