@@ -62,6 +62,7 @@ def refresh_judge(
     judge: str | None = None,
     policy_adapter: str | Path | None = None,
     echo: Callable[[str], None] | None = None,
+    progress: bool = False,
 ) -> dict[str, Any]:
     """Retrain the judge after GRPO step ``step`` (0-based) into
     ``out_dir/judge_train/refresh-<step + 1>`` on ``judge_train.refresh_data`` (module doc);
@@ -90,7 +91,7 @@ def refresh_judge(
     rollout: list[dict[str, Any]] | None = None
     if jt.refresh_data == "judge_split":
         db = base / "data" / f"refresh-{step + 1}.db"
-        rollout = _rollout_now(cfg, policy_adapter, db, step, say)
+        rollout = _rollout_now(cfg, policy_adapter, db, step, say, progress)
         job = _job(cfg, jt, out, [str(db), *jt.stores])
         job.init_adapter = str(_judge_adapter(judge))
     else:
@@ -134,7 +135,12 @@ def _judge_adapter(judge: str | None) -> Path:
 
 
 def _rollout_now(
-    cfg: TrainConfig, adapter: str | Path | None, db: Path, step: int, say: Callable[[str], None]
+    cfg: TrainConfig,
+    adapter: str | Path | None,
+    db: Path,
+    step: int,
+    say: Callable[[str], None],
+    progress: bool = False,
 ) -> list[dict[str, Any]]:
     """Roll the policy in ``adapter`` out on each env's judge split into ``db`` (the stage's
     tasks, group size and turns; episode seeds of this step, so not the stage's samples)."""
@@ -153,7 +159,7 @@ def _rollout_now(
     rows = [
         rollout_judge_split(policy, env, db, tasks=jt.tasks, group_size=jt.group_size,
                             seed=cfg.seed + step + 1, max_turns=jt.max_turns or cfg.env.max_turns,
-                            env_kwargs=_rollout_kwargs(cfg, env))
+                            env_kwargs=_rollout_kwargs(cfg, env), progress=progress)
         for env in envs
     ]  # fmt: skip
     del policy
@@ -190,6 +196,7 @@ def maybe_refresh(trainer: Any, step: int) -> None:
         res = refresh_judge(
             cfg, cfg.store_path, trainer.run_id, step, trainer.out, judge=trainer.spec.model,
             policy_adapter=ckpt.latest_checkpoint(trainer.out), echo=trainer.echo,
+            progress=bool(getattr(trainer, "progress", False)),
         )  # fmt: skip
         _record_refresh(trainer.out, step + 1, res)
         return res
