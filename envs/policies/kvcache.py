@@ -17,7 +17,8 @@ with ``batch_select_indices``, which copies the kept rows once).
 
 from __future__ import annotations
 
-from typing import Any
+from functools import partial
+from typing import Any, cast
 
 from transformers import DynamicCache
 from transformers.cache_utils import DynamicLayer
@@ -37,12 +38,14 @@ class GrowingLayer(DynamicLayer):
 
     def _adopt(self, extra: int) -> None:
         """(Re)build the buffers from ``keys``/``values`` with room for ``extra`` + headroom."""
-        b, h, n, d = self.keys.shape
+        keys, values = self.keys, self.values
+        assert keys is not None and values is not None
+        b, h, n, d = keys.shape
         cap = n + extra + self.headroom
-        self._kbuf = self.keys.new_empty((b, h, cap, d))
-        self._vbuf = self.values.new_empty((b, h, cap, self.values.shape[-1]))
-        self._kbuf[:, :, :n] = self.keys
-        self._vbuf[:, :, :n] = self.values
+        self._kbuf = keys.new_empty((b, h, cap, d))
+        self._vbuf = values.new_empty((b, h, cap, values.shape[-1]))
+        self._kbuf[:, :, :n] = keys
+        self._vbuf[:, :, :n] = values
         self._expose(n)
 
     def _expose(self, n: int) -> None:
@@ -58,9 +61,10 @@ class GrowingLayer(DynamicLayer):
             self.keys, self.values = key_states, value_states
             self._adopt(0)
             return self.keys, self.values
-        if self.keys is not self._view or self.keys.shape[0] != key_states.shape[0]:
-            self._adopt(new)  # reassigned from outside (crop, reorder): take it over
-        n = self.keys.shape[-2]
+        stale = self.keys is not self._view  # reassigned from outside (crop, reorder)
+        if stale or self._kbuf.shape[0] != key_states.shape[0]:
+            self._adopt(new)  # take it over
+        n = self.get_seq_length()
         if n + new > self._kbuf.shape[-2]:
             self._adopt(new)
         self._kbuf[:, :, n : n + new] = key_states
@@ -90,5 +94,5 @@ def growing_cache(config: Any, headroom: int = 64) -> Any:
         GrowingLayer(headroom) if type(layer) is DynamicLayer else layer for layer in cache.layers
     ]
     if cache.layer_class_to_replicate is DynamicLayer:  # no config: layers made on first use
-        cache.layer_class_to_replicate = lambda: GrowingLayer(headroom)
+        cache.layer_class_to_replicate = cast(Any, partial(GrowingLayer, headroom))
     return cache
