@@ -90,10 +90,11 @@ def refresh_judge(
             runs += [r["id"] for r in s.runs()]
     rollout: list[dict[str, Any]] | None = None
     if jt.refresh_data == "judge_split":
+        init = _judge_adapter(judge)  # before the rollout: a judge it cannot train wastes none
         db = base / "data" / f"refresh-{step + 1}.db"
         rollout = _rollout_now(cfg, policy_adapter, db, step, say, progress)
         job = _job(cfg, jt, out, [str(db), *jt.stores])
-        job.init_adapter = str(_judge_adapter(judge))
+        job.init_adapter = str(init)
     else:
         stores = [str(store_path), *jt.stores]
         runs = [run_id, *runs]
@@ -131,7 +132,10 @@ def _judge_adapter(judge: str | None) -> Path:
             f"GRPO's judge {judge!r} is not a trained local judge (local/smollm2@DIR); use "
             "refresh_data = 'run' or a [judge_train] stage with use = true"
         )
-    return adapter_dir(ref)
+    try:
+        return adapter_dir(ref)
+    except FileNotFoundError as e:
+        raise UserError(f"judge_train.refresh_data = 'judge_split': {e}") from None
 
 
 def _rollout_now(

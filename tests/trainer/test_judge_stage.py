@@ -239,6 +239,8 @@ def test_a_judge_split_refresh_needs_a_trained_local_judge():
     for judge in ("openai/gpt-4o-mini", "local/smollm2-yesno", None):
         with pytest.raises(UserError, match="refresh_data = 'run'"):
             _judge_adapter(judge)
+    with pytest.raises(UserError, match="holds no judge adapter"):  # a warning, not a crash
+        _judge_adapter("local/smollm2@/nonexistent/judge")
 
 
 def _other_runs_groups(store_path: str) -> None:
