@@ -296,6 +296,10 @@ class JudgeTrainSection(_Section):
     ``judge_split``, the current policy rolled out again on the judge split (tasks GRPO never
     draws) and the current judge trained further on those groups, so the verifier never labels
     a task GRPO trains on."""
+    refresh_epochs: int | None = Field(None, ge=1, le=1000)
+    """Epochs of each refresh (default: ``epochs``); a warm-started one needs fewer."""
+    refresh_max_train_minutes: float | None = Field(None, gt=0.0, le=10_080.0)
+    """Training time cap of each refresh (default: ``max_train_minutes``)."""
 
 
 class TrainConfig(_Section):

@@ -81,6 +81,10 @@ def refresh_judge(
     if jt is None:
         raise ValueError("the config has no [judge_train] section")
     say = echo or (lambda _m: None)
+    jt = jt.model_copy(update={
+        "epochs": jt.refresh_epochs or jt.epochs,
+        "max_train_minutes": jt.refresh_max_train_minutes or jt.max_train_minutes,
+    })  # fmt: skip
     base = Path(out_dir) / "judge_train"
     out = base / f"refresh-{step + 1}"
     envs = jt.envs or [cfg.env.id]

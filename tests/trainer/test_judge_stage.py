@@ -203,7 +203,8 @@ def test_a_judge_split_refresh_rolls_the_current_policy_out_and_trains_the_judge
     if ckpt.latest_checkpoint(t.out) is None:
         t.step(0)
     stage_judge = t.judge_train["judge"]
-    jt = t.cfg.judge_train.model_copy(update={"refresh_every": 1, "refresh_data": "judge_split"})
+    jt = t.cfg.judge_train.model_copy(update={"refresh_every": 1, "refresh_data": "judge_split",
+                                              "refresh_max_train_minutes": 3.0})  # fmt: skip
     cfg = t.cfg.model_copy(update={"judge_train": jt, "steps": 2})
     said: list[str] = []
     fake = SimpleNamespace(cfg=cfg, spec=t.spec.model_copy(update={"model": stage_judge}),
@@ -218,6 +219,7 @@ def test_a_judge_split_refresh_rolls_the_current_policy_out_and_trains_the_judge
     assert fake.spec.model == f"local/smollm2@{adapter}" != stage_judge
     meta = json.loads((adapter / "judge_train.json").read_text())
     assert meta["init_adapter"] == str(here / "adapter")  # the current judge, trained further
+    assert meta["config"]["max_train_seconds"] == 180.0  # the refresh's own time cap
     assert t.cfg.store_path not in meta["stores"]  # never the verifier on GRPO's own groups
     with Store(here / "data" / "refresh-1.db", readonly=True) as s:
         groups = [s.get_group(g) for g in s.group_ids()]
