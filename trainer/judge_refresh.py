@@ -31,12 +31,13 @@ from rankgym.trainer.config import TrainConfig
 from rankgym.trainer.judge_pipeline import run_judge_train
 from rankgym.trainer.judge_stage import (
     _check,
+    _envs,
     _job,
     _on_main,
-    _rollout_kwargs,
     _use_judge,
     failed_because,
     on_policy_message,
+    rollout_judge_data,
 )
 
 REFRESH_FILE = "refreshes.json"
@@ -87,8 +88,7 @@ def refresh_judge(
     })  # fmt: skip
     base = Path(out_dir) / "judge_train"
     out = base / f"refresh-{step + 1}"
-    envs = jt.envs or [cfg.env.id]
-    runs = [f"{ROLLOUT_RUN}:{env}" for env in envs]
+    runs = [f"{ROLLOUT_RUN}:{env}" for env in _envs(cfg)]
     for extra in jt.stores:  # a labelled store of the user's: all of its runs
         with Store(extra, readonly=True) as s:
             runs += [r["id"] for r in s.runs()]
@@ -150,28 +150,15 @@ def _rollout_now(
     say: Callable[[str], None],
     progress: bool = False,
 ) -> list[dict[str, Any]]:
-    """Roll the policy in ``adapter`` out on each env's judge split into ``db`` (the stage's
-    tasks, group size and turns; episode seeds of this step, so not the stage's samples)."""
+    """Roll the policy in ``adapter`` out on each env's judge split into ``db`` like the stage
+    (``rollout_judge_data``), with episode seeds of this step, so not the stage's samples."""
     from rankgym.errors import UserError
-    from rankgym.trainer.judge_rollout import adapter_policy, rollout_judge_split
 
-    jt = cfg.judge_train
-    assert jt is not None
     if adapter is None:
         raise UserError("a judge_split refresh needs the policy's newest checkpoint; none was written")  # fmt: skip
-    envs = jt.envs or [cfg.env.id]
-    db.parent.mkdir(parents=True, exist_ok=True)
     say(f"judge_train refresh after step {step + 1}: rolling out {adapter} on the judge split")
-    policy = adapter_policy(adapter, f"judge-data-policy@step{step + 1}", max_new_tokens=cfg.policy.max_new_tokens,
-                            temperature=cfg.policy.temperature, seed=cfg.seed + step + 1)  # fmt: skip
-    rows = [
-        rollout_judge_split(policy, env, db, tasks=jt.tasks, group_size=jt.group_size,
-                            seed=cfg.seed + step + 1, max_turns=jt.max_turns or cfg.env.max_turns,
-                            env_kwargs=_rollout_kwargs(cfg, env), progress=progress)
-        for env in envs
-    ]  # fmt: skip
-    del policy
-    return rows
+    name, seed = f"judge-data-policy@step{step + 1}", cfg.seed + step + 1
+    return rollout_judge_data(cfg, adapter, db, name, seed, progress)
 
 
 def refreshes(out: str | Path) -> list[dict[str, Any]]:

@@ -73,6 +73,35 @@ def _rollout_kwargs(cfg: TrainConfig, env: str) -> dict[str, Any] | None:
     return jt.env_kwargs if jt is not None and jt.env_kwargs is not None else cfg.env.kwargs
 
 
+def _envs(cfg: TrainConfig) -> list[str]:
+    """The envs whose judge split the stage rolls out (``judge_train.envs``, else ``[env.id]``)."""
+    jt = cfg.judge_train
+    return (jt.envs if jt is not None else None) or [cfg.env.id]
+
+
+def rollout_judge_data(
+    cfg: TrainConfig, adapter: str | Path, store: Path, name: str, seed: int, progress: bool = False
+) -> list[dict[str, Any]]:
+    """Roll the policy in ``adapter`` (named ``name``, sampling as ``[policy]`` with ``seed``) out
+    on the judge split of each of :func:`_envs` into ``store`` (``judge_train``'s tasks, group
+    size and turns); one ``rollout_judge_split`` summary per env. The stage's rollout and a
+    ``judge_split`` refresh's."""
+    from rankgym.trainer.judge_rollout import adapter_policy, rollout_judge_split
+
+    jt = cfg.judge_train
+    if jt is None:
+        raise ValueError("the config has no [judge_train] section")
+    store.parent.mkdir(parents=True, exist_ok=True)
+    policy = adapter_policy(adapter, name, max_new_tokens=cfg.policy.max_new_tokens,
+                            temperature=cfg.policy.temperature, seed=seed)  # fmt: skip
+    return [
+        rollout_judge_split(policy, env, store, tasks=jt.tasks, group_size=jt.group_size,
+                            seed=seed, max_turns=jt.max_turns or cfg.env.max_turns,
+                            env_kwargs=_rollout_kwargs(cfg, env), progress=progress)
+        for env in _envs(cfg)
+    ]  # fmt: skip
+
+
 MIN_CHECK_PAIRS = 20
 MIN_CHECK_TASKS = 3
 """The held-out check passes only on at least this many pairs in this many tasks: a CI over
@@ -143,7 +172,6 @@ def run_judge_train_stage(
     also written to ``stage.json``. With ``reuse`` a finished stage there is returned as is.
     """
     from rankgym.errors import UserError
-    from rankgym.trainer.judge_rollout import adapter_policy, rollout_judge_split
 
     jt = cfg.judge_train
     if jt is None:
@@ -154,20 +182,9 @@ def run_judge_train_stage(
     if reuse and stage_file.is_file():
         say(f"resume: reusing the trained judge in {out}")
         return json.loads(stage_file.read_text())
-    envs = jt.envs or [cfg.env.id]
     store = out / "data" / "rollout.db"
-    store.parent.mkdir(parents=True, exist_ok=True)
-    say(f"judge_train: rolling out {sft_adapter} on the judge split of {', '.join(envs)}")
-    policy = adapter_policy(sft_adapter, "judge-data-policy", max_new_tokens=cfg.policy.max_new_tokens,
-                            temperature=cfg.policy.temperature, seed=cfg.seed)  # fmt: skip
-    rollout = [
-        rollout_judge_split(policy, env, store, tasks=jt.tasks, group_size=jt.group_size,
-                            seed=cfg.seed, max_turns=jt.max_turns or cfg.env.max_turns,
-                            env_kwargs=_rollout_kwargs(cfg, env),
-                            progress=progress)
-        for env in envs
-    ]  # fmt: skip
-    del policy
+    say(f"judge_train: rolling out {sft_adapter} on the judge split of {', '.join(_envs(cfg))}")
+    rollout = rollout_judge_data(cfg, sft_adapter, store, "judge-data-policy", cfg.seed, progress)
     try:
         summary = run_judge_train(_job(cfg, jt, out, [str(store), *jt.stores]))
     except UserError as e:
