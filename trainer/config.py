@@ -240,6 +240,11 @@ class JudgeTrainSection(_Section):
 
     envs: list[str] | None = None
     """Envs to roll the SFT policy out on (their ``judge`` split); default ``[env.id]``."""
+    init_judge: str | None = Field(None, min_length=1)
+    """A judge to start from instead of a fresh LoRA: ``local/smollm2@DIR`` (or a bare
+    ``local/smollm2``, the shipped judge) or the folder ``rankgym judge-train --out`` wrote. The
+    stage trains it further on this policy's judge-split groups (its LoRA shape; ``lora_r`` is
+    ignored) and checks the result like a fresh one."""
     tasks: int | None = Field(None, ge=2, le=100_000)
     """Judge-split tasks per env (default: all of them)."""
     group_size: int = Field(4, ge=2, le=64)

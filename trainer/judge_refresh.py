@@ -36,6 +36,7 @@ from rankgym.trainer.judge_stage import (
     _on_main,
     _use_judge,
     failed_because,
+    judge_adapter_of,
     on_policy_message,
     rollout_judge_data,
 )
@@ -125,21 +126,15 @@ def refresh_judge(
 def _judge_adapter(judge: str | None) -> Path:
     """The adapter folder of the ``local/NAME@DIR`` judge a ``judge_split`` refresh trains on."""
     from rankgym.errors import UserError
-    from rankgym.judge_adapter import adapter_dir, resolve_ref
+    from rankgym.judge_adapter import resolve_ref
 
-    ref = (
-        resolve_ref(judge.removeprefix("local/")) if judge and judge.startswith("local/") else None
-    )
-    if ref is None:
+    if not judge or not judge.startswith("local/") or resolve_ref(judge[len("local/") :]) is None:
         raise UserError(
             f"judge_train.refresh_data = 'judge_split' trains the current judge further, but "
             f"GRPO's judge {judge!r} is not a trained local judge (local/smollm2@DIR); use "
             "refresh_data = 'run' or a [judge_train] stage with use = true"
         )
-    try:
-        return adapter_dir(ref)
-    except FileNotFoundError as e:
-        raise UserError(f"judge_train.refresh_data = 'judge_split': {e}") from None
+    return judge_adapter_of(judge, "judge_train.refresh_data = 'judge_split'")
 
 
 def _rollout_now(

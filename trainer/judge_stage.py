@@ -102,6 +102,25 @@ def rollout_judge_data(
     ]  # fmt: skip
 
 
+def judge_adapter_of(judge: str, what: str) -> Path:
+    """The adapter folder of a trained local judge: ``local/NAME@DIR`` (``local/smollm2``: the
+    shipped one) or a ``rankgym judge-train`` folder (``DIR`` or ``DIR/adapter``). ``what``
+    names the setting in the :class:`UserError` a judge without an adapter raises."""
+    from rankgym.errors import UserError
+    from rankgym.judge_adapter import adapter_dir, resolve_ref
+
+    ref = resolve_ref(judge.removeprefix("local/")) if judge.startswith("local/") else judge
+    if ref is None or ref == "pairwise":
+        raise UserError(
+            f"{what}: {judge!r} is not a trained local judge; pass local/smollm2@DIR or the "
+            "folder `rankgym judge-train --out DIR` wrote"
+        )
+    try:
+        return adapter_dir(ref)
+    except FileNotFoundError as e:
+        raise UserError(f"{what}: {e}") from None
+
+
 MIN_CHECK_PAIRS = 20
 MIN_CHECK_TASKS = 3
 """The held-out check passes only on at least this many pairs in this many tasks: a CI over
@@ -182,11 +201,17 @@ def run_judge_train_stage(
     if reuse and stage_file.is_file():
         say(f"resume: reusing the trained judge in {out}")
         return json.loads(stage_file.read_text())
+    # before the rollout: a judge it cannot start from wastes no rollout
+    init = judge_adapter_of(jt.init_judge, "judge_train.init_judge") if jt.init_judge else None
     store = out / "data" / "rollout.db"
     say(f"judge_train: rolling out {sft_adapter} on the judge split of {', '.join(_envs(cfg))}")
     rollout = rollout_judge_data(cfg, sft_adapter, store, "judge-data-policy", cfg.seed, progress)
+    job = _job(cfg, jt, out, [str(store), *jt.stores])
+    if init is not None:
+        say(f"judge_train: training {init} further (judge_train.init_judge)")
+        job.init_adapter = str(init)
     try:
-        summary = run_judge_train(_job(cfg, jt, out, [str(store), *jt.stores]))
+        summary = run_judge_train(job)
     except UserError as e:
         raise UserError(f"[judge_train]: {e}") from None
     if summary.get("stopped_on_time_cap"):

@@ -90,6 +90,42 @@ def test_a_resumed_run_reuses_the_trained_judge(run, monkeypatch):
     assert again["judge"] == t.judge_train["judge"]
 
 
+def test_init_judge_starts_the_stage_from_an_existing_judge(run, tmp_path: Path):
+    from rankgym.trainer import judge_stage
+
+    t, root = run
+    first = root / "run" / "judge_train" / "adapter"
+    jt = t.cfg.judge_train.model_copy(update={"init_judge": f"local/smollm2@{first}"})
+    said: list[str] = []
+    res = judge_stage.run_judge_train_stage(t.cfg.model_copy(update={"judge_train": jt}),
+                                            root / "run" / "sft", tmp_path, echo=said.append)  # fmt: skip
+    adapter = tmp_path / "judge_train" / "adapter"
+    assert res["judge"] == f"local/smollm2@{adapter}"
+    meta = json.loads((adapter / "judge_train.json").read_text())
+    assert meta["init_adapter"] == str(first)  # trained further, not a fresh LoRA
+    assert any("training" in m and "init_judge" in m for m in said)
+    assert isinstance(res["check"]["passed"], bool)  # checked like a fresh judge
+
+
+@pytest.mark.parametrize(
+    ("judge", "match"),
+    [("local/smollm2-yesno", "not a trained local judge"),
+     ("local/smollm2@pairwise", "not a trained local judge"),
+     ("/nonexistent/judge", "holds no judge adapter")],
+)  # fmt: skip
+def test_an_init_judge_without_an_adapter_is_refused_before_the_rollout(
+    run, tmp_path: Path, judge: str, match: str
+):
+    from rankgym.errors import UserError
+    from rankgym.trainer import judge_stage
+
+    t, root = run
+    cfg = t.cfg.model_copy(update={"judge_train": t.cfg.judge_train.model_copy(update={"init_judge": judge})})  # fmt: skip
+    with pytest.raises(UserError, match=f"judge_train.init_judge: .*{match}"):
+        judge_stage.run_judge_train_stage(cfg, root / "run" / "sft", tmp_path)
+    assert not (tmp_path / "judge_train" / "data").exists()  # no rollout was wasted on it
+
+
 def test_online_refresh_is_due_every_k_steps():
     from rankgym.trainer.judge_refresh import refresh_due
 
