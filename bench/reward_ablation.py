@@ -218,8 +218,11 @@ def main() -> None:
         "results": results,
         "pairs": pairs,
         "wall_min": round((time.perf_counter() - t0) / 60, 1),
+        "tables": tables,  # per held-out task, each episode's success: bench/pool_ablation.py
     }
-    print(json.dumps(out, indent=1))
+    with open(os.path.join(args.out, f"eval-seed{args.seed}.json"), "w") as f:
+        json.dump(out, f, indent=1)
+    print(json.dumps({k: v for k, v in out.items() if k != "tables"}, indent=1))
 
 
 def _monitor_row(m) -> dict:  # type: ignore[no-untyped-def]
