@@ -127,9 +127,15 @@ def add_shuffles(
 def presentation_cache_key(
     group: Group, order: list[str], tools: list[dict[str, Any]] | None
 ) -> str:
-    """The ``group_hash`` half of a judge-cache key: group content, order, prompt format."""
+    """The ``group_hash`` half of a judge-cache key: group content, order, prompt format and the
+    tools shown (none and an empty list give the same prompt, so the same key)."""
     return content_hash(
-        {"group": group.content_hash(), "order": order, "format": PROMPT_FORMAT, "tools": tools}
+        {
+            "group": group.content_hash(),
+            "order": order,
+            "format": PROMPT_FORMAT,
+            "tools": tools or None,
+        }  # fmt: skip
     )
 
 

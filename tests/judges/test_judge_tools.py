@@ -81,3 +81,12 @@ def test_judge_check_gives_calibration_groups_stored_without_tools_their_envs_to
         run_check(EMAIL_CHECK, default_spec("fakejudge/second"), store)  # same groups, stored
         assert all(g.tools for g in (store.get_group(i) for i in store.group_ids()))
     assert fake.requests and all(_tools_section(r) for r in fake.requests)
+
+
+def test_no_tools_and_an_empty_tool_list_share_a_judge_cache_key():
+    from rankgym.judges.group_judge import presentation_cache_key
+
+    g = make_group(3)
+    order = [t.id for t in g.trajectories]
+    assert presentation_cache_key(g, order, []) == presentation_cache_key(g, order, None)
+    assert presentation_cache_key(g, order, TOOLS) != presentation_cache_key(g, order, None)
