@@ -91,6 +91,7 @@ def main() -> None:
 
     from rankgym.config import validate_config
     from rankgym.model import set_torch_threads
+    from rankgym.trainer.checkpoint import training_adapters
     from rankgym.trainer.config import TrainConfig
     from rankgym.trainer.demo import DEFAULT_STEPS, JUDGE_TRAIN, demo_config, policy_from_adapter
     from rankgym.trainer.evaluate import (
@@ -165,7 +166,8 @@ def main() -> None:
             }
             train_minutes.append(rec_train["minutes"])
         adapter = os.path.join(out, "adapter")
-        tr.model.save_pretrained(adapter)
+        # the policy's adapter only (not the judge's, loaded into the same base)
+        tr.model.save_pretrained(adapter, selected_adapters=training_adapters(tr.model))
         tr.store.close()
         trained[arm], history[arm] = adapter, rec_train
         with open(done, "w") as f:

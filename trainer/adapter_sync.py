@@ -257,7 +257,10 @@ class AdapterSync:
         path = self.dir / f"step-{step:06d}"
         if path.exists():
             shutil.rmtree(path)
-        self.model.save_pretrained(str(path))
+        from rankgym.trainer.checkpoint import training_adapters
+
+        # the policy's adapter only: not a judge adapter loaded into the same base
+        self.model.save_pretrained(str(path), selected_adapters=training_adapters(self.model))
         self.client.load_lora(name, path.resolve())
         stats: dict[str, Any] = {"adapter": name, "adapter_verified": False}
         if self.section.verify:

@@ -498,6 +498,33 @@ def test_a_checkpoint_saves_the_policys_adapter_not_a_local_judges_loaded_beside
     assert ckpt.training_adapters(peft) == ["default"]
 
 
+def test_a_step_published_to_vllm_holds_the_policys_adapter_not_a_judges_beside_it(tmp_path):
+    from types import SimpleNamespace
+
+    from peft import LoraConfig, get_peft_model
+    from trainer_helpers import tiny_model
+
+    from rankgym.trainer.adapter_sync import AdapterSync
+
+    model, _ = tiny_model()
+    lora = LoraConfig(r=2, lora_alpha=4, target_modules=["q_proj", "v_proj"])
+    peft = get_peft_model(model, lora)
+    peft.add_adapter("judge-abc123", lora)  # a local judge in the shared base
+    for n, p in peft.named_parameters():
+        p.requires_grad_(".default." in n)
+    loaded: list[tuple[str, Path]] = []
+    sync = AdapterSync.__new__(AdapterSync)  # no server: only the save and the load request
+    sync.run_id, sync.dir, sync.model = "run", tmp_path, peft
+    sync.current = sync.current_dir = None
+    sync.section = SimpleNamespace(verify=False)
+    sync.policy = SimpleNamespace(model=None)
+    sync.client = SimpleNamespace(load_lora=lambda name, path: loaded.append((name, path)))
+    sync.publish(1)
+    ((name, path),) = loaded
+    assert name == "run@step1" and (path / "adapter_model.safetensors").is_file()
+    assert [p.name for p in path.iterdir() if p.is_dir()] == []  # no judge-abc123/ beside it
+
+
 def test_a_judge_adapter_on_some_layers_runs_beside_a_trainers_lora_on_all_of_them():
     from peft import LoraConfig, get_peft_model
     from peft.tuners.tuners_utils import BaseTunerLayer
