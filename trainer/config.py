@@ -245,6 +245,10 @@ class JudgeTrainSection(_Section):
     ``local/smollm2``, the shipped judge) or the folder ``rankgym judge-train --out`` wrote. The
     stage trains it further on this policy's judge-split groups (its LoRA shape; ``lora_r`` is
     ignored) and checks the result like a fresh one."""
+    train: bool = True
+    """False: train nothing; check ``init_judge`` on *every* labelled pair of this policy's
+    judge-split groups (``trainer/judge_heldout.py``) and, when it passes, judge GRPO with it
+    (refreshes, if any, still train)."""
     tasks: int | None = Field(None, ge=2, le=100_000)
     """Judge-split tasks per env (default: all of them)."""
     group_size: int = Field(4, ge=2, le=64)
@@ -305,6 +309,12 @@ class JudgeTrainSection(_Section):
     """Epochs of each refresh (default: ``epochs``); a warm-started one needs fewer."""
     refresh_max_train_minutes: float | None = Field(None, gt=0.0, le=10_080.0)
     """Training time cap of each refresh (default: ``max_train_minutes``)."""
+
+    @model_validator(mode="after")
+    def _init_judge_to_check(self) -> JudgeTrainSection:
+        if not self.train and not self.init_judge:
+            raise ValueError("train = false checks an existing judge: set init_judge")
+        return self
 
 
 class TrainConfig(_Section):

@@ -208,10 +208,18 @@ def run_judge_train_stage(
     rollout = rollout_judge_data(cfg, sft_adapter, store, "judge-data-policy", cfg.seed, progress)
     job = _job(cfg, jt, out, [str(store), *jt.stores])
     if init is not None:
-        say(f"judge_train: training {init} further (judge_train.init_judge)")
+        say(
+            f"judge_train: {'training' if jt.train else 'checking'} {init} (judge_train.init_judge)"
+        )
         job.init_adapter = str(init)
     try:
-        summary = run_judge_train(job)
+        if jt.train:
+            summary = run_judge_train(job)
+        else:
+            from rankgym.trainer.judge_heldout import check_judge
+
+            model = jt.init_judge or ""
+            summary = check_judge(job, model if model.startswith("local/") else f"local/smollm2@{init}")  # fmt: skip
     except UserError as e:
         raise UserError(f"[judge_train]: {e}") from None
     if summary.get("stopped_on_time_cap"):
@@ -223,7 +231,7 @@ def run_judge_train_stage(
     tmp.replace(stage_file)
     ci = check["pairwise_accuracy_ci"] or [float("nan")] * 2
     say(
-        f"judge_train: {summary['train_pairs']} training pairs; held-out pairwise "
+        f"judge_train: {summary['train_pairs'] if jt.train else 'no'} training pairs; held-out pairwise "
         f"{check['pairwise_accuracy']:.2f} [{ci[0]:.2f}, {ci[1]:.2f}] on "
         f"{check['heldout_pairs']} pairs of this policy; "
         + _tie_clause(check)
@@ -303,7 +311,7 @@ def on_policy_message(check: dict[str, Any]) -> str:
         else ""
     )
     return (
-        f"the judge trained on this policy's groups ranks {check.get('heldout_pairs')} held-out "
+        f"the stage's judge ranks {check.get('heldout_pairs')} held-out "
         f"pairs in {check.get('heldout_tasks')} tasks of this policy at pairwise "
         f"{acc if acc is None else f'{acc:.2f}'} [{ci[0]:.2f}, {ci[1]:.2f}]{few}"
     )

@@ -107,6 +107,36 @@ def test_init_judge_starts_the_stage_from_an_existing_judge(run, tmp_path: Path)
     assert isinstance(res["check"]["passed"], bool)  # checked like a fresh judge
 
 
+def test_train_false_checks_the_init_judge_on_this_policys_groups_without_training_it(
+    run, tmp_path: Path
+):
+    from rankgym.judges.judge_data import read_jsonl
+    from rankgym.trainer import judge_stage
+
+    t, root = run
+    first = root / "run" / "judge_train" / "adapter"
+    before = (first / "adapter_model.safetensors").read_bytes()
+    jt = t.cfg.judge_train.model_copy(update={"init_judge": f"local/smollm2@{first}", "train": False})  # fmt: skip
+    said: list[str] = []
+    res = judge_stage.run_judge_train_stage(t.cfg.model_copy(update={"judge_train": jt}),
+                                            root / "run" / "sft", tmp_path, echo=said.append)  # fmt: skip
+    assert res["judge"] == f"local/smollm2@{first}"  # the judge itself, not a retrained copy
+    assert not (tmp_path / "judge_train" / "adapter").exists()
+    assert (first / "adapter_model.safetensors").read_bytes() == before
+    checked = read_jsonl(tmp_path / "judge_train" / "data" / "heldout.jsonl")
+    assert len(checked) == res["check"]["heldout_pairs"] == 3  # every pair, up to max_heldout_pairs
+    assert res["summary"]["train_pairs"] == 0 and res["summary"]["trained"] is False
+    assert isinstance(res["check"]["passed"], bool)
+    assert any("checking" in m for m in said) and any("no training pairs" in m for m in said)
+
+
+def test_train_false_needs_an_init_judge():
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="set init_judge"):
+        TrainConfig.model_validate({"judge_train": {"train": False}})
+
+
 @pytest.mark.parametrize(
     ("judge", "match"),
     [("local/smollm2-yesno", "not a trained local judge"),
