@@ -16,6 +16,8 @@ against transformers' ``generate``, in one run with the same seeds:
     .venv/bin/python bench/rollout.py --demo --adapter OUT/sft --modes kv-reuse,batched,hf-generate
     # the growing KV cache against transformers' DynamicCache (a copy of every layer per step)
     .venv/bin/python bench/rollout.py --demo --adapter OUT/sft --modes kv-reuse,kv-reuse-concat --repeats 2
+    # the LoRA merged into the weights while sampling against peft's LoRA layers
+    .venv/bin/python bench/rollout.py --demo --adapter OUT/sft --modes kv-reuse,kv-reuse-unmerged,batched --repeats 2
 
 ``--vllm URL`` (a running server for the same model, LoRA enabled, rank >= 16) or ``--vllm
 serve`` (start one; see ``rankgym.envs.vllm_server``) adds the vLLM modes: the same episodes
@@ -76,7 +78,9 @@ def main() -> None:
         "--modes",
         default="sequential,batched",
         help="comma list of: kv-reuse (prefill shared prompts once, extend caches across turns, "
-        "the batch cache grows in place), kv-reuse-concat (the same with transformers' "
+        "the batch cache grows in place, the LoRA merged into the weights while sampling: "
+        "today's path), kv-reuse-unmerged (the same through peft's LoRA layers: the path before "
+        "the merge), kv-reuse-concat (kv-reuse-unmerged with transformers' "
         "DynamicCache, which copies the cache at every step: the path before the growing cache), "
         "batched (one full prefill per turn, DynamicCache: the path before KV reuse), hf-generate "
         "(transformers' generate on the same batches), sequential (batched, one episode at a "
@@ -111,7 +115,7 @@ def main() -> None:
         model.eval()
     sampling = dict(max_new_tokens=args.max_new_tokens, temperature=args.temperature, seed=args.seed)  # fmt: skip
     name = "embedded" + ("+adapter" if args.adapter else "")
-    policy = TransformersPolicy(model, tok, name=name, reuse_kv=False, grow_kv=False, **sampling)
+    policy = TransformersPolicy(model, tok, name=name, reuse_kv=False, grow_kv=False, merge_lora=False, **sampling)  # fmt: skip
     load_s = time.perf_counter() - t0
     env_kwargs = json.loads(args.env_kwargs)
     from rankgym.envs.registry import make
@@ -126,8 +130,9 @@ def main() -> None:
 
     policies: dict[str, Any] = {"batched": policy, "sequential": policy}
     policies["kv-reuse"] = TransformersPolicy(model, tok, name=name, **sampling)
-    policies["kv-reuse-concat"] = TransformersPolicy(model, tok, name=name, grow_kv=False, **sampling)  # fmt: skip
-    policies["hf-generate"] = HFGeneratePolicy(model, tok, name=name, reuse_kv=False, **sampling)
+    policies["kv-reuse-unmerged"] = TransformersPolicy(model, tok, name=name, merge_lora=False, **sampling)  # fmt: skip
+    policies["kv-reuse-concat"] = TransformersPolicy(model, tok, name=name, grow_kv=False, merge_lora=False, **sampling)  # fmt: skip
+    policies["hf-generate"] = HFGeneratePolicy(model, tok, name=name, reuse_kv=False, merge_lora=False, **sampling)  # fmt: skip
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     vllm = None
     if args.vllm:

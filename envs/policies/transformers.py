@@ -16,6 +16,7 @@ from rankgym.envs.policies import kvreuse
 from rankgym.envs.policies.base import Generation, Messages, Row, Tools, row_seed
 from rankgym.envs.policies.kvreuse import Entry, weights_tag
 from rankgym.envs.policies.local import LocalTokensPolicy, Sampling, stop_token_ids
+from rankgym.envs.policies.merged import MergedLora
 from rankgym.envs.policies.render import assistant_turns
 from rankgym.model import (
     adapters_disabled,
@@ -52,7 +53,9 @@ class TransformersPolicy(LocalTokensPolicy):
     this policy sampled in its previous ``generate_rows`` call continues from that call's KV
     cache (``kvreuse.py``); False prefills every prompt in full. ``grow_kv``: the batch cache
     grows in place (``kvcache.py``); False keeps transformers' ``DynamicCache``, which copies
-    every layer's cache at every decode step (``bench/rollout.py`` compares). Prompts longer than ``max_prompt_tokens`` keep the system message's
+    every layer's cache at every decode step (``bench/rollout.py`` compares). ``merge_lora``:
+    the active LoRA is folded into the base weights while sampling (``merged.py``: one matmul
+    per layer, the base weights restored exactly after); False runs peft's LoRA path. Prompts longer than ``max_prompt_tokens`` keep the system message's
     tokens and the most recent tokens (a note is recorded in ``Generation.notes``). The sampling
     keywords (``max_new_tokens``, ``temperature``, ``top_p``, ``top_k``, ``seed``,
     ``max_prompt_tokens``, ``tool_mode``) are :class:`~rankgym.envs.policies.local.Sampling`.
@@ -69,6 +72,7 @@ class TransformersPolicy(LocalTokensPolicy):
         reuse_kv: bool = True,
         base_only: bool = False,
         grow_kv: bool = True,
+        merge_lora: bool = True,
         **sampling: Unpack[Sampling],
     ) -> None:
         import torch
@@ -89,6 +93,8 @@ class TransformersPolicy(LocalTokensPolicy):
         self.reuse_kv = reuse_kv
         self.grow_kv = grow_kv  # False: transformers' DynamicCache, a copy per step (bench)
         self._kv: tuple[Any, list[Entry]] = ((), [])  # (fingerprint, entries of the last call)
+        self.merge_lora = merge_lora
+        self._merged = MergedLora()  # the active LoRA folded into the weights, per fingerprint
         self._autocast_capable = (
             self.device.type == "cpu" and param.dtype == torch.float32 and cpu_bf16_native()
         )
@@ -164,6 +170,7 @@ class TransformersPolicy(LocalTokensPolicy):
         """Forget the KV caches kept from the last call and hand their memory back to the OS
         (each layer's entry is below the mmap threshold, so it came from the heap)."""
         self._kv = ((), [])
+        self._merged.clear()  # the merged weights too: stale after the next update
         release_freed_memory()
 
     def _sample(
@@ -198,6 +205,10 @@ class TransformersPolicy(LocalTokensPolicy):
                 else nullcontext(),
                 torch.inference_mode(),
                 torch.autocast(device.type, dtype=torch.bfloat16, enabled=self._use_autocast(n)),
+                # inside the adapter switch: what is merged is what this policy samples with
+                self._merged.active(model, self._fingerprint())
+                if self.merge_lora
+                else nullcontext(),
             ):
                 plan = self._plan(prompts, entries, matches)
                 release = kvreuse.last_uses(plan, remaining)
