@@ -33,8 +33,10 @@ def _mergeable(layer: Any) -> list[str]:
         a not in getattr(layer, "lora_variant", {}) and not getattr(layer, "lora_bias", {}).get(a)
         for a in names
     )
-    base = getattr(layer, "base_layer", None)
-    return names if plain and names and hasattr(base, "weight") else []
+    import torch
+
+    linear = isinstance(getattr(layer, "base_layer", None), torch.nn.Linear)
+    return names if plain and names and linear else []
 
 
 class MergedLora:
