@@ -55,7 +55,8 @@ class TransformersPolicy(LocalTokensPolicy):
     grows in place (``kvcache.py``); False keeps transformers' ``DynamicCache``, which copies
     every layer's cache at every decode step (``bench/rollout.py`` compares). ``merge_lora``:
     the active LoRA is folded into the base weights while sampling (``merged.py``: one matmul
-    per layer, the base weights restored exactly after); False runs peft's LoRA path. Prompts longer than ``max_prompt_tokens`` keep the system message's
+    per layer, the base weights restored exactly after; it holds a merged copy of the adapted
+    projections while sampling); None = on a CPU only, False runs peft's LoRA path. Prompts longer than ``max_prompt_tokens`` keep the system message's
     tokens and the most recent tokens (a note is recorded in ``Generation.notes``). The sampling
     keywords (``max_new_tokens``, ``temperature``, ``top_p``, ``top_k``, ``seed``,
     ``max_prompt_tokens``, ``tool_mode``) are :class:`~rankgym.envs.policies.local.Sampling`.
@@ -72,7 +73,7 @@ class TransformersPolicy(LocalTokensPolicy):
         reuse_kv: bool = True,
         base_only: bool = False,
         grow_kv: bool = True,
-        merge_lora: bool = True,
+        merge_lora: bool | None = None,
         **sampling: Unpack[Sampling],
     ) -> None:
         import torch
@@ -93,7 +94,9 @@ class TransformersPolicy(LocalTokensPolicy):
         self.reuse_kv = reuse_kv
         self.grow_kv = grow_kv  # False: transformers' DynamicCache, a copy per step (bench)
         self._kv: tuple[Any, list[Entry]] = ((), [])  # (fingerprint, entries of the last call)
-        self.merge_lora = merge_lora
+        # auto: on a CPU, where the LoRA's small matmuls cost as much as the base one and a
+        # merged copy of the projections is small; on a GPU the copy would double their memory
+        self.merge_lora = self.device.type == "cpu" if merge_lora is None else merge_lora
         self._merged = MergedLora()  # the active LoRA folded into the weights, per fingerprint
         self._autocast_capable = (
             self.device.type == "cpu" and param.dtype == torch.float32 and cpu_bf16_native()

@@ -99,3 +99,8 @@ def test_a_named_adapter_is_merged_and_disabled_adapters_merge_nothing(tiny, tok
     _, plain = _sample(copy.deepcopy(tiny), tokenizer, merge=False)
     assert off.completion_token_ids == plain.completion_token_ids  # the base model, unmerged
     assert policy._merged._merged == []
+
+
+def test_merging_is_on_by_default_for_a_model_on_the_cpu(tiny, tokenizer):
+    assert TransformersPolicy(tiny, tokenizer).merge_lora is True
+    assert TransformersPolicy(tiny, tokenizer, merge_lora=False).merge_lora is False
