@@ -112,7 +112,7 @@ def refresh_judge(
     check = _check(summary, jt.min_pairwise, jt.max_tied_shorter)
     say(
         f"judge_train refresh after step {step + 1}: {summary['train_pairs']} training pairs; "
-        f"{on_policy_message(check)}"
+        f"{on_policy_message(check, 'the refreshed judge')}"
         + (" (its newest judge-split groups)" if rollout is not None else "")
         + ("; passed" if check["passed"] else f"; NOT passed{failed_because(check)}")
         + "; GRPO's next steps are judged by it"

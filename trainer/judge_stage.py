@@ -301,7 +301,7 @@ def failed_because(check: dict[str, Any]) -> str:
     return "".join(out)
 
 
-def on_policy_message(check: dict[str, Any]) -> str:
+def on_policy_message(check: dict[str, Any], who: str = "the stage's judge") -> str:
     """The numbers of the stage's held-out check on this policy's groups, in one sentence."""
     ci = check.get("pairwise_accuracy_ci") or [float("nan")] * 2
     acc = check.get("pairwise_accuracy")
@@ -311,7 +311,7 @@ def on_policy_message(check: dict[str, Any]) -> str:
         else ""
     )
     return (
-        f"the stage's judge ranks {check.get('heldout_pairs')} held-out "
+        f"{who} ranks {check.get('heldout_pairs')} held-out "
         f"pairs in {check.get('heldout_tasks')} tasks of this policy at pairwise "
         f"{acc if acc is None else f'{acc:.2f}'} [{ci[0]:.2f}, {ci[1]:.2f}]{few}"
     )
