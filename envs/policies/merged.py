@@ -26,6 +26,8 @@ from typing import Any
 def _mergeable(layer: Any) -> list[str]:
     """The active adapters of a peft LoRA ``layer`` that can be folded into its weight ([]
     when any active one cannot, or the layer runs no adapter)."""
+    import torch
+
     if layer.disable_adapters or layer.merged:
         return []
     names = [a for a in layer.active_adapters if a in layer.lora_A]
@@ -33,8 +35,6 @@ def _mergeable(layer: Any) -> list[str]:
         a not in getattr(layer, "lora_variant", {}) and not getattr(layer, "lora_bias", {}).get(a)
         for a in names
     )
-    import torch
-
     linear = isinstance(getattr(layer, "base_layer", None), torch.nn.Linear)
     return names if plain and names and linear else []
 
