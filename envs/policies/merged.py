@@ -56,14 +56,15 @@ class MergedLora:
 
         out = []
         with torch.no_grad():
-            for m in model.modules():
-                if not isinstance(m, LoraLayer):
+            for module in model.modules():
+                if not isinstance(module, LoraLayer):
                     continue
+                m: Any = module  # a peft lora.Linear (get_delta_weight is not on LoraLayer)
                 names = _mergeable(m)
                 if not names:
                     continue
                 w = m.base_layer.weight
-                with torch.autocast(w.device.type, enabled=False):  # B @ A in float32
+                with torch.autocast(str(w.device.type), enabled=False):  # B @ A in float32
                     total = w.detach().float()
                     for a in names:
                         total = total + m.get_delta_weight(a).float()
