@@ -12,8 +12,6 @@ What it does not do: train, or touch the judge's adapter.
 
 from __future__ import annotations
 
-import json
-import os
 import time
 from typing import Any
 
@@ -65,7 +63,7 @@ def check_judge(job: JudgeTrainJob, judge: str, progress: bool = False) -> dict[
 
         summary["ties"] = tie_check(job, ties, judge, progress)
     summary["seconds"] = {"total": time.perf_counter() - t0}
-    tmp = job.out / "report.json.tmp"
-    tmp.write_text(json.dumps(summary, indent=2, default=str))
-    os.replace(tmp, job.out / "report.json")
+    from rankgym.trainer.checkpoint import write_json_atomic  # imports torch: not at module load
+
+    write_json_atomic(job.out / "report.json", summary)
     return summary
