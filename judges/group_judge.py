@@ -6,8 +6,8 @@ For each group, :func:`judge_groups`:
    presentations: presentation 0 keeps the group's order, the others are deterministic
    shuffles seeded by ``spec.seed`` and the group's content hash;
 2. looks each presentation up in the store's judge cache, keyed by
-   ``(spec hash, hash(group content hash, presentation order, prompt format))``; a hit makes
-   no call;
+   ``(spec hash, hash(group content hash, presentation order, prompt format, tools))``, plus
+   the weights dtype for the in-process ``local/`` judge; a hit makes no call;
 3. otherwise calls the judge once (``calling.call_judge``) and validates the reply
    (``parse.parse_judge_output``): every label exactly once, no unknown or duplicate ids,
    finite scores, clamped to [0, 1];
@@ -41,6 +41,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Unpack
 
+from rankgym.judge_backend import parse_model
 from rankgym.types import Group, Judgement, JudgeSpec, TrajectoryScore, content_hash
 
 from .calling import (
@@ -125,18 +126,34 @@ def add_shuffles(
 
 
 def presentation_cache_key(
-    group: Group, order: list[str], tools: list[dict[str, Any]] | None
+    group: Group,
+    order: list[str],
+    tools: list[dict[str, Any]] | None,
+    dtype: str | None = None,
 ) -> str:
     """The ``group_hash`` half of a judge-cache key: group content, order, prompt format and the
-    tools shown (none and an empty list give the same prompt, so the same key)."""
-    return content_hash(
-        {
-            "group": group.content_hash(),
-            "order": order,
-            "format": PROMPT_FORMAT,
-            "tools": tools or None,
-        }  # fmt: skip
-    )
+    tools shown (none and an empty list give the same prompt, so the same key); ``dtype``, the
+    weights dtype of an in-process judge (``local/``), so a verdict computed in bf16 never
+    answers for fp32 (``RANKGYM_JUDGE_DTYPE``). A provider's model gives None: its keys hold
+    no dtype."""
+    key: dict[str, Any] = {
+        "group": group.content_hash(),
+        "order": order,
+        "format": PROMPT_FORMAT,
+        "tools": tools or None,
+    }
+    if dtype is not None:
+        key["dtype"] = dtype
+    return content_hash(key)
+
+
+def _in_process_dtype(model: str) -> str | None:
+    """The dtype a ``local/`` judge computes in (loads no model); None for a provider's."""
+    if not parse_model(model).in_process:
+        return None
+    from .local_provider import serving_dtype
+
+    return serving_dtype()
 
 
 def _with_copies(rec: Presentation, copies: dict[str, str]) -> Presentation:
@@ -190,6 +207,8 @@ class GroupJudge(JudgeMethod):
         self.budget = context_budget(spec)
         ensure_provider(spec.model)
         quiet_litellm()  # no "Provider List" banners on stdout for unpriced models
+        self.dtype = _in_process_dtype(spec.model)
+        """The local judge's weights dtype, part of its cache keys (None for a provider)."""
 
     # ---- the plan (``rankgym judge --dry-run``) -------------------------------------
     def plan(self, groups: Sequence[Group], permutations: int = 1) -> JudgePlan:
@@ -209,7 +228,7 @@ class GroupJudge(JudgeMethod):
             tools = self.tools.get(g.id)
             gp = GroupPlan(g.id, len(g.trajectories), identical=copies)
             for order in presentation_orders(shown, permutations, self.spec.seed, g.content_hash()):
-                key = presentation_cache_key(g, order, tools)
+                key = presentation_cache_key(g, order, tools, self.dtype)
                 hit = (
                     self.store is not None and self.store.cache_get(self.spec_hash, key) is not None
                 )
@@ -276,7 +295,7 @@ class GroupJudge(JudgeMethod):
 
     async def _presentation(self, group: Group, order: list[str]) -> Presentation:
         tools = self.tools.get(group.id)
-        key = presentation_cache_key(group, order, tools)
+        key = presentation_cache_key(group, order, tools, self.dtype)
         if self.store is not None:
             hit = self.store.cache_get(self.spec_hash, key)
             if hit is not None:

@@ -368,6 +368,14 @@ def _token_ids(tok: Any, words: tuple[str, ...]) -> list[int]:
 _registered = threading.Lock()
 
 
+def serving_dtype() -> str:
+    """The weights dtype the registered local provider computes in (``LocalJudgeLLM.dtype``;
+    registers it first). A judge's cache key carries it: bf16 and fp32 verdicts differ."""
+    register()
+    handler = next(p["custom_handler"] for p in litellm.custom_provider_map if p.get("provider") == PROVIDER)  # fmt: skip
+    return str(handler.dtype)
+
+
 def register() -> None:
     """Make ``local/smollm2`` callable through LiteLLM (idempotent; loads no model yet)."""
     with _registered:

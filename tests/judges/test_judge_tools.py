@@ -90,3 +90,36 @@ def test_no_tools_and_an_empty_tool_list_share_a_judge_cache_key():
     order = [t.id for t in g.trajectories]
     assert presentation_cache_key(g, order, []) == presentation_cache_key(g, order, None)
     assert presentation_cache_key(g, order, TOOLS) != presentation_cache_key(g, order, None)
+
+
+def test_a_local_judges_cache_answers_only_for_the_dtype_it_was_filled_in(tmp_path, monkeypatch):
+    """bf16 and fp32 verdicts of the embedded judge differ (``RANKGYM_JUDGE_DTYPE``): a cached
+    bf16 verdict must not answer an fp32 judge, nor the other way round; a provider's judge
+    keeps its keys (no dtype)."""
+    import litellm
+
+    from rankgym.judges import local_provider
+    from rankgym.judges.group_judge import GroupJudge, presentation_cache_key
+
+    local_provider.register()
+    handler = next(
+        p["custom_handler"] for p in litellm.custom_provider_map if p.get("provider") == "local"
+    )
+    g = make_group(3)
+    order = [t.id for t in g.trajectories]
+    spec = default_spec("local/smollm2-yesno")
+    with Store(tmp_path / "s.db") as store:
+        monkeypatch.setattr(handler, "_dtype", "bfloat16")
+        bf16 = GroupJudge(spec, store)
+        store.cache_put(bf16.spec_hash, presentation_cache_key(g, order, None, "bfloat16"), {})
+        monkeypatch.setattr(handler, "_dtype", "float32")
+        fp32 = GroupJudge(spec, store)
+        assert (bf16.dtype, fp32.dtype) == ("bfloat16", "float32")
+        assert bf16.spec_hash == fp32.spec_hash  # one judge, two numerics
+        assert bf16.plan([g]).groups[0].requests[0].cached
+        assert not fp32.plan([g]).groups[0].requests[0].cached
+    remote = GroupJudge(default_spec("fakejudge/m"))
+    assert remote.dtype is None
+    assert presentation_cache_key(g, order, None, remote.dtype) == presentation_cache_key(
+        g, order, None
+    )
