@@ -372,8 +372,11 @@ def serving_dtype() -> str:
     """The weights dtype the registered local provider computes in (``LocalJudgeLLM.dtype``;
     registers it first). A judge's cache key carries it: bf16 and fp32 verdicts differ."""
     register()
-    handler = next(p["custom_handler"] for p in litellm.custom_provider_map if p.get("provider") == PROVIDER)  # fmt: skip
-    return str(handler.dtype)
+    for p in litellm.custom_provider_map:
+        handler = p.get("custom_handler")
+        if p.get("provider") == PROVIDER and isinstance(handler, LocalJudgeLLM):
+            return handler.dtype
+    raise RuntimeError(f"the {PROVIDER}/ provider is registered with another handler")
 
 
 def register() -> None:

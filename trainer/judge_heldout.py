@@ -1,24 +1,107 @@
-"""An existing judge checked on a judge-train job's labelled pairs, trained on nothing.
+"""Judging held-out pairs: how a judge-train run, and a check of an existing judge, measure
+a judge on labelled pairs it never trained on.
 
-:func:`check_judge` builds the pairs ``run_judge_train`` would (same stores, sources, near-miss
-order, length balance, caps and tie pairs) but holds *every* task out, and judges them with the
-given judge exactly as judge-train's held-out comparison does (each pair in both orders; tie
-pairs through ``tie_check``). Its summary has the keys ``judge_stage._check`` reads, so the
-``[judge_train]`` stage with ``train = false`` checks ``init_judge`` on this policy's groups
-the way it checks a judge it trained.
+- :func:`compare_heldout`: judge decided pairs with ``job.compare_with`` and a judge (each pair
+  in both orders, rows cached in ``work/judged/``), compared in ``comparison.txt``.
+- :func:`heldout_check`: that comparison and, given tie pairs, ``tie_check``'s lean on them:
+  the ``comparison`` and ``ties`` of ``report.json`` (``judge_stage._check`` reads them).
+- :func:`compare_again`: a finished run's held-out pairs judged again (``--compare-only``).
+- :func:`check_judge`: the pairs ``run_judge_train`` would build, *every* task held out, judged
+  by an existing judge (the ``[judge_train]`` stage with ``train = false``).
 
-What it does not do: train, or touch the judge's adapter.
+What it does not do: train, or touch a judge's adapter.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import time
+from pathlib import Path
 from typing import Any
 
 from rankgym.errors import UserError
-from rankgym.judges.judge_data import build_dataset, cap_ties, write_jsonl
+from rankgym.judges.judge_compare import compare, format_comparison, judge_pairs, litellm_respond
+from rankgym.judges.judge_data import PairItem, build_dataset, cap_ties, read_jsonl, write_jsonl
+from rankgym.judges.prompt import default_rubric
 from rankgym.store import Store
-from rankgym.trainer.judge_pipeline import JudgeTrainJob, _compare, cap_pairs, check_job
+from rankgym.trainer.judge_job import JudgeTrainJob, check_job
+from rankgym.trainer.judge_pairs import cap_pairs
+
+__all__ = ["check_judge", "compare_again", "compare_heldout", "heldout_check"]
+
+
+def compare_heldout(
+    job: JudgeTrainJob,
+    heldout: list[PairItem],
+    trained: str | None,
+    progress: bool,
+    name: str = "comparison",
+) -> dict[str, Any]:
+    """Judge ``heldout`` with ``job.compare_with`` and ``trained``; each judge's rows are cached
+    in ``work/judged/`` by model string and adapter hash, so adding a judge later re-judges
+    nothing else."""
+    from rankgym.judges.local_provider import adapter_fingerprint
+
+    judges = [*job.compare_with, *([trained] if trained else [])]
+    if not judges:
+        raise UserError("nothing to compare: pass --compare-with MODELS or train an adapter first")
+    rubric = default_rubric()
+    cache = job.out / "work" / "judged"
+    cache.mkdir(parents=True, exist_ok=True)
+    ids = [p.id for p in heldout]
+    results = {}
+    for m in judges:
+        key = hashlib.sha256(f"{m}|{adapter_fingerprint(m)}|{ids}".encode()).hexdigest()[:16]
+        path = cache / f"{key}.json"
+        if path.is_file():
+            results[m] = json.loads(path.read_text())
+            continue
+        results[m] = judge_pairs(litellm_respond(m), heldout, rubric, progress, desc=m[-40:])
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(results[m]))
+        os.replace(tmp, path)
+    report = compare(results, heldout, seed=job.train.seed)
+    (job.out / f"{name}.txt").write_text(format_comparison(report) + "\n")
+    return report
+
+
+def compare_again(job: JudgeTrainJob, progress: bool = False) -> dict[str, Any]:
+    """The held-out pairs and adapter already in ``job.out``, judged again by
+    ``job.compare_with`` and the adapter (``comparison-only.json``); trains nothing."""
+    out = job.out
+    held = out / "data" / "heldout.jsonl"
+    if not held.is_file():
+        raise UserError(f"{held} does not exist; run `rankgym judge-train --out {out}` first")
+    adapter = out / "adapter"
+    trained = f"local/smollm2@{adapter}" if (adapter / "adapter_config.json").is_file() else None
+    report = compare_heldout(job, read_jsonl(held), trained, progress, "comparison-only")
+    _write_report(out / "comparison-only.json", report)
+    return report
+
+
+def heldout_check(
+    job: JudgeTrainJob,
+    pairs: list[PairItem],
+    ties: list[PairItem],
+    judge: str | None,
+    progress: bool = False,
+) -> dict[str, Any]:
+    """``{"comparison": ...}`` of :func:`compare_heldout` on ``pairs``, plus ``"ties"``
+    (``tie_check``) when there are tie pairs: the held-out half of a judge-train report."""
+    out: dict[str, Any] = {"comparison": compare_heldout(job, pairs, judge, progress)}
+    if ties and judge:
+        from rankgym.trainer.judge_tie_check import tie_check
+
+        out["ties"] = tie_check(job, ties, judge, progress)
+    return out
+
+
+def _write_report(path: Path, data: dict[str, Any]) -> None:
+    from rankgym.trainer.checkpoint import write_json_atomic  # imports torch: not at module load
+
+    write_json_atomic(path, data)
 
 
 def check_judge(job: JudgeTrainJob, judge: str, progress: bool = False) -> dict[str, Any]:
@@ -56,14 +139,8 @@ def check_judge(job: JudgeTrainJob, judge: str, progress: bool = False) -> dict[
         "train_pairs": 0,
         "heldout_pairs": len(pairs),
         "dataset": {**ds.stats, "used": {"heldout": len(pairs), "heldout_ties": len(ties)}},
-        "comparison": _compare(job, pairs, judge, progress),
+        **heldout_check(job, pairs, ties, judge, progress),
     }
-    if ties:
-        from rankgym.trainer.judge_tie_check import tie_check
-
-        summary["ties"] = tie_check(job, ties, judge, progress)
     summary["seconds"] = {"total": time.perf_counter() - t0}
-    from rankgym.trainer.checkpoint import write_json_atomic  # imports torch: not at module load
-
-    write_json_atomic(job.out / "report.json", summary)
+    _write_report(job.out / "report.json", summary)
     return summary

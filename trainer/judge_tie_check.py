@@ -21,7 +21,7 @@ from rankgym.judges.judge_data import PairItem, tool_call_count
 from rankgym.judges.prompt import default_rubric
 
 if TYPE_CHECKING:
-    from rankgym.trainer.judge_pipeline import JudgeTrainJob
+    from rankgym.trainer.judge_job import JudgeTrainJob
 
 
 def tie_stats(rows: list[dict[str, Any]], pairs: list[PairItem]) -> dict[str, Any]:
