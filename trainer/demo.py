@@ -162,6 +162,12 @@ def _demo_arguments(p: argparse.ArgumentParser) -> None:
         help="train a step whose groups carry no verifier signal although the judge failed its "
         "check (warned on every such step); without it such a step stops the demo",
     )
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the demo in --out from its last GRPO checkpoint (the SFT adapter and "
+        "the finished steps are reused; the evaluation runs again)",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--eval-tasks", type=bounded(MAX_EPISODES), default=18, metavar="N", help="held-out hard tasks (default: all 18)")  # fmt: skip
     p.add_argument("--eval-samples", type=bounded(MAX_GROUP_SIZE), default=5, metavar="K", help="seeded samples per held-out task (default: 5)")  # fmt: skip
@@ -316,6 +322,11 @@ def _demo_run(args: argparse.Namespace) -> dict[str, Any]:
     from rankgym.trainer.evaluate import AdapterOffPolicy, evaluate_policies
     from rankgym.trainer.loop import Trainer
 
+    if args.resume and not args.out:
+        raise UserError(
+            "--resume needs --out DIR: the folder of the demo to continue (each demo prints "
+            "its folder first; without --out it is a new runs/demo-<time>)"
+        )
     out = args.out or f"runs/demo-{time.strftime('%Y%m%d-%H%M%S')}"
     raw = demo_config(out, args.steps, args.reward, args.seed, args.sft_steps, args.judge,
                       args.judge_train)  # fmt: skip
@@ -329,7 +340,9 @@ def _demo_run(args: argparse.Namespace) -> dict[str, Any]:
         f"{args.steps} GRPO steps of SmolLM2-135M (LoRA) on hard multi-step ToolUse tasks "
         f"({', '.join(DEMO_FAMILIES)}), judged by {args.judge}; GRPO reward: {args.reward}"
     )
-    trainer = Trainer(cfg, progress=not args.quiet, echo=echo, adapt_threads=True, force=args.force)
+    echo(f"output: {out} (interrupted? continue with `rankgym demo --out {out} --resume`)")
+    trainer = Trainer(cfg, resume=args.resume, progress=not args.quiet, echo=echo,
+                      adapt_threads=True, force=args.force)  # fmt: skip
     summary = trainer.run()
     if summary["adapter"] is None:
         raise UserError("demo: training wrote no adapter")

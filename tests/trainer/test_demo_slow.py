@@ -13,24 +13,12 @@ from rankgym.cli import main
 @pytest.mark.slow
 def test_demo_one_step_json(tmp_path: Path, capsys):
     out = tmp_path / "demo"
-    rc = main(
-        [
-            "demo",
-            "--steps",
-            "1",
-            "--sft-steps",
-            "2",
-            "--eval-tasks",
-            "2",
-            "--eval-samples",
-            "1",
-            "--out",
-            str(out),
-            "--json",
-            "-q",
-            "--force",  # 2 SFT steps leave groups with no verifier signal; the yes/no judge fails its check
-        ]  # fmt: skip
-    )
+    args = [
+        "demo", "--steps", "1", "--sft-steps", "2", "--eval-tasks", "2", "--eval-samples", "1",
+        "--out", str(out), "--json", "-q",
+        "--force",  # 2 SFT steps leave groups with no verifier signal; the yes/no judge fails its check
+    ]  # fmt: skip
+    rc = main(args)
     assert rc == 0
     s = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     for key in (
@@ -55,3 +43,17 @@ def test_demo_one_step_json(tmp_path: Path, capsys):
     assert groups and all("-hard-" in g.task_id for g in groups)
     # stratified by family: the step's three tasks are one lookup, one units, one dates task
     assert sorted(g.task_id.split("-")[1] for g in groups) == ["dates", "lookup", "units"]
+
+    # the same --out again: refused, pointing at --resume; with it, nothing is trained twice
+    assert main(args) == 2
+    assert "pass --resume to continue it" in capsys.readouterr().err
+    assert main([*args, "--resume"]) == 0
+    again = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert again["run_id"] == s["run_id"] and again["adapter"] == s["adapter"]
+    assert len(Store(s["store"], readonly=True).steps(s["run_id"])) == 1  # no second step 0
+    assert again["sft_success"] == s["sft_success"]  # the same adapters, seeds and episodes
+
+
+def test_demo_resume_needs_the_folder_to_continue(capsys):
+    assert main(["demo", "--resume"]) == 2
+    assert "--resume needs --out DIR" in capsys.readouterr().err
