@@ -128,7 +128,10 @@ def main() -> None:
             continue
         shutil.rmtree(out, ignore_errors=True)
         kind, _, judge = arm.partition(":")
-        raw = demo_config(out, steps, "verifiable" if kind == "sft-more" else kind, args.seed)
+        # every arm on the carved train tasks, the on-policy judge arm's (its judge's tasks
+        # are the judge split, which no arm's GRPO draws)
+        raw = demo_config(out, steps, "verifiable" if kind == "sft-more" else kind, args.seed,
+                          judge_split=True)  # fmt: skip
         if judge == ON_POLICY:  # the [judge_train] stage: a judge trained on this SFT policy
             raw["judge_train"] = dict(JUDGE_TRAIN)  # `rankgym demo --judge-train`'s settings
         elif judge:
@@ -178,7 +181,7 @@ def main() -> None:
 
     # Evaluation: base, SFT and every arm on the same held-out episodes.
     set_torch_threads()
-    cfg = validate_config(demo_config(args.out, steps, "verifiable", args.seed), TrainConfig)
+    cfg = validate_config(demo_config(args.out, steps, "verifiable", args.seed, judge_split=True), TrainConfig)  # fmt: skip
     sft_policy = policy_from_adapter(sft_dir, "sft", cfg)
     policies = {"sft": sft_policy} if args.no_base else {"base": AdapterOffPolicy(sft_policy, "base"), "sft": sft_policy}  # fmt: skip
     for arm, adapter in trained.items():

@@ -11,8 +11,11 @@ draws them).
 
 The choice is deterministic and depends on the task id only (a salted SHA-256 of it), so it is
 the same on every machine and does not move when tasks are added or filtered (e.g. ToolUse's
-``difficulty``/``families``). What it does not do: touch the ``test`` split, or give an env
-that does not call :func:`carve` (e.g. a ``rankgym new-env`` scaffold) a judge split.
+``difficulty``/``families``). An env made with ``judge_split=False`` (``env.kwargs``) carves
+nothing: ``train`` holds every train task, for runs that train no judge on the policy's groups
+(``rankgym demo`` without ``--judge-train``), and asking it for the judge split is an error.
+What it does not do: touch the ``test`` split, or give an env that does not call :func:`carve`
+(e.g. a ``rankgym new-env`` scaffold) a judge split.
 """
 
 from __future__ import annotations
@@ -36,11 +39,21 @@ def in_judge_split(task_id: str) -> bool:
     return int.from_bytes(digest[:4], "big") % 1000 < JUDGE_SHARE_PERMILLE
 
 
-def carve(train_tasks: Sequence[T], split: str) -> list[T]:
+def carve(train_tasks: Sequence[T], split: str, enabled: bool = True) -> list[T]:
     """The tasks of ``split`` ("train" or "judge") out of an env's full list of train tasks.
 
-    ``judge`` tasks are returned with ``split="judge"``; order is kept.
+    ``judge`` tasks are returned with ``split="judge"``; order is kept. With ``enabled`` False
+    (an env made with ``judge_split=False``) ``train`` is every task and ``judge`` raises
+    ``ValueError``.
     """
+    if not enabled:
+        if split == JUDGE_SPLIT:
+            raise ValueError(
+                "this env was made with judge_split=False, so it has no judge split: drop "
+                "judge_split = false from env.kwargs to carve one (15% of the train tasks, "
+                "which GRPO then never draws)"
+            )
+        return list(train_tasks)
     if split == JUDGE_SPLIT:
         return [
             t.model_copy(update={"split": JUDGE_SPLIT}) for t in train_tasks if in_judge_split(t.id)

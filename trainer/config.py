@@ -349,6 +349,37 @@ class TrainConfig(_Section):
     def store_path(self) -> str:
         return self.store or str(Path(self.out_dir) / "store.db")
 
+    @model_validator(mode="after")
+    def _judge_split_carved(self) -> TrainConfig:
+        """A stage that reads the judge split needs an env that carves one."""
+        if self.judge_train is not None and self.env.kwargs.get("judge_split", True) is False:
+            raise ValueError(
+                "judge_train learns from the env's judge split, but env.kwargs.judge_split = "
+                "false carves none (and GRPO would draw the judge's tasks): remove it"
+            )
+        if self.sft is not None and self.sft.judge_split:
+            kwargs = self.env.kwargs if self.sft.env_kwargs is None else self.sft.env_kwargs
+            if kwargs.get("judge_split", True) is False:
+                raise ValueError(
+                    "sft.judge_split = true adds the judge split's demonstrations, but the env "
+                    "is made with judge_split = false (train already holds every task): drop "
+                    "one of them"
+                )
+        return self
+        if self.judge_train is not None:
+            raise ValueError(
+                "judge_train learns from the env's judge split, but env.kwargs.judge_split = "
+                "false carves none (and GRPO would draw the judge's tasks): remove it"
+            )
+        sft_kwargs = self.env.kwargs if self.sft is None or self.sft.env_kwargs is None else self.sft.env_kwargs  # fmt: skip
+        if self.sft is not None and self.sft.judge_split and sft_kwargs.get("judge_split", True) is False:  # fmt: skip
+            raise ValueError(
+                "sft.judge_split = true adds the judge split's demonstrations, but "
+                "env.kwargs.judge_split = false carves none (train already holds every task): "
+                "drop one of them"
+            )
+        return self
+
 
 def load_train_config(path: str | Path) -> TrainConfig:
     """Read and validate a training TOML file (errors name the key)."""

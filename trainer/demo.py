@@ -79,13 +79,20 @@ def demo_config(
     sft_steps: int = DEFAULT_SFT_STEPS,
     judge: str = DEFAULT_JUDGE,
     judge_train: bool = False,
+    judge_split: bool | None = None,
 ) -> dict[str, Any]:
     """The demo's training config: SFT warm start, then GRPO on hard multi-step ToolUse tasks.
 
     With ``judge_train`` a ``[judge_train]`` stage (:data:`JUDGE_TRAIN`) trains a judge on the
     SFT policy's own judge-split groups; when it passes its checks GRPO is judged by it alone
-    (``reward_when_passed``), else the configured reward and judge stay."""
+    (``reward_when_passed``), else the configured reward and judge stay. ``judge_split``: carve
+    the env's judge split out of the train tasks (None: only with ``judge_train``, the one
+    stage that reads it; without it SFT and GRPO use every train task, as the recipe did
+    before the split existed). Arms that must share tasks with a judge-trained one pass True."""
     raw = _demo_config(out_dir, steps, reward, seed, sft_steps, judge)
+    if not (judge_train if judge_split is None else judge_split):
+        kwargs = {**GRPO_ENV_KWARGS, "judge_split": False}
+        raw["env"]["kwargs"] = raw["sft"]["env_kwargs"] = kwargs
     if judge_train:
         raw["judge_train"] = {**JUDGE_TRAIN, "reward_when_passed": "judge"}
     return raw

@@ -255,6 +255,7 @@ class CodeTestsEnv(Env[CodeTask]):
         sources: tuple[str, ...] | list[str] = SOURCES,
         weights: str = "difficulty",
         limits: dict[str, Any] | None = None,
+        judge_split: bool = True,
     ) -> None:
         """Args:
         split: ``train`` or ``test``.
@@ -263,8 +264,10 @@ class CodeTestsEnv(Env[CodeTask]):
         sources: Task sources to serve: ``humaneval``, ``rankgym``.
         weights: ``difficulty`` (VeRPO-style running weights) or ``uniform``.
         limits: Overrides of ``rankgym.envs.sandbox.Limits`` fields, e.g. ``{"wall_s": 5}``.
+        judge_split: Carve the judge split out of train (False: ``train`` is every task).
         """
         super().__init__(split=split, max_turns=max_turns)
+        self.judge_split = judge_split
         if split not in self.splits:
             raise ValueError(f"unknown split {split!r}; choose from {self.splits}")
         if reward not in REWARDS:
@@ -285,7 +288,7 @@ class CodeTestsEnv(Env[CodeTask]):
             for s in all_specs().values()
             if s.split == source and s.source in self.sources
         ]
-        return carve(picked, split) if source == "train" else picked
+        return carve(picked, split, self.judge_split) if source == "train" else picked
 
     def _spec(self) -> CodeSpec:
         return all_specs()[self.state.task.id]

@@ -144,6 +144,7 @@ class EmailSearchEnv(Env[EmailTask]):
         facts_per_scenario: int = 5,
         agentdojo: bool = True,
         answer_checker: str | None = None,
+        judge_split: bool = True,
     ) -> None:
         """Build (or load from cache) the inboxes.
 
@@ -155,8 +156,10 @@ class EmailSearchEnv(Env[EmailTask]):
             agentdojo: Serve the AgentDojo workspace questions (in ``test`` and ``agentdojo``).
             answer_checker: A LiteLLM model string to double-check free-form answers that fail
                 the deterministic check (off by default; see ``reward.LLMAnswerChecker``).
+            judge_split: Carve the judge split out of train (False: ``train`` is every task).
         """
         super().__init__(split=split, max_turns=max_turns)
+        self.judge_split = judge_split
         if split not in self.splits:
             raise ValueError(f"unknown split {split!r}; choose from {self.splits}")
         self.corpus = Corpus(seed, n_inboxes, n_emails, n_test, facts_per_scenario)
@@ -176,11 +179,16 @@ class EmailSearchEnv(Env[EmailTask]):
     def tasks(self, split: str = "train") -> list[EmailTask]:
         if split not in self.splits:
             raise ValueError(f"unknown split {split!r}; choose from {self.splits}")
-        key = (self._prefix, tuple(str(db.path) for db in self.inboxes.values()), split)
+        key = (
+            self._prefix,
+            tuple(str(db.path) for db in self.inboxes.values()),
+            split,
+            self.judge_split,
+        )
         with _DB_LOCK:
             if key not in _TASKS:
                 if split in ("train", JUDGE_SPLIT):  # the judge split is carved from train
-                    _TASKS[key] = carve(self._build_tasks("train"), split)
+                    _TASKS[key] = carve(self._build_tasks("train"), split, self.judge_split)
                 else:
                     _TASKS[key] = self._build_tasks(split)
             return list(_TASKS[key])

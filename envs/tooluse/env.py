@@ -38,8 +38,10 @@ class ToolUseEnv(Env[ToolUseTask]):
         max_turns: int | None = None,
         difficulty: str | Sequence[str] | None = None,
         families: str | Sequence[str] | None = None,
+        judge_split: bool = True,
     ) -> None:
         super().__init__(split=split, max_turns=max_turns)
+        self.judge_split = judge_split  # False: no judge split carved (rankgym.envs.judge_split)
         diffs = (difficulty,) if isinstance(difficulty, str) else difficulty
         for d in diffs or ():
             if d not in DIFFICULTIES:
@@ -60,7 +62,7 @@ class ToolUseEnv(Env[ToolUseTask]):
             for t in generate_tasks()
             if t.split == source and t.difficulty in self.difficulties and t.family in self.families
         ]
-        return carve(picked, split) if source == "train" else picked
+        return carve(picked, split, self.judge_split) if source == "train" else picked
 
     def tools_for(self, task: ToolUseTask) -> list[Tool]:
         objs = _tool_objects()

@@ -74,3 +74,31 @@ def test_carving_partitions_any_task_list_by_id_alone(ids):
     assert all(in_judge_split(t.id) for t in judge) and not any(in_judge_split(t.id) for t in train)
     with pytest.raises(ValueError, match="not 'test'"):
         carve(tasks, "test")
+
+
+@pytest.mark.parametrize("env_id", BUILT_IN)
+def test_an_env_made_with_judge_split_false_trains_on_every_train_task(env_id):
+    """``judge_split=False``: nothing carved, so ``train`` is the carved train plus the judge
+    split, in the same order, and the judge split is an error that names the kwarg."""
+    carved = make(env_id).unwrapped
+    whole = make(env_id, judge_split=False).unwrapped
+    everything = {t.id for t in carved.tasks("train")} | {t.id for t in carved.tasks(JUDGE_SPLIT)}
+    assert {t.id for t in whole.tasks("train")} == everything
+    assert all(t.split == "train" for t in whole.tasks("train"))
+    assert [t.id for t in whole.tasks("test")] == [t.id for t in carved.tasks("test")]
+    with pytest.raises(ValueError, match="judge_split=False"):
+        whole.tasks(JUDGE_SPLIT)
+    assert len(make(env_id).unwrapped.tasks("train")) == len(carved.tasks("train"))  # no leak
+
+
+def test_a_stage_that_reads_the_judge_split_is_refused_on_an_env_that_carves_none():
+    from pydantic import ValidationError
+
+    from rankgym.trainer.config import TrainConfig
+
+    env = {"id": "rankgym/ToolUse-v0", "kwargs": {"judge_split": False}}
+    TrainConfig.model_validate({"env": env, "sft": {"source": "oracle"}})  # fine without one
+    with pytest.raises(ValidationError, match="judge_train learns from the env's judge split"):
+        TrainConfig.model_validate({"env": env, "judge_train": {}})
+    with pytest.raises(ValidationError, match="sft.judge_split = true"):
+        TrainConfig.model_validate({"env": env, "sft": {"source": "oracle", "judge_split": True}})

@@ -169,7 +169,7 @@ def test_the_judge_train_stage_passes_its_tie_ratio_key_and_rejects_a_negative_o
     from rankgym.trainer.demo import demo_config
     from rankgym.trainer.judge_stage import _job
 
-    raw = demo_config(str(tmp_path / "run"), 1, "judge", 0)
+    raw = demo_config(str(tmp_path / "run"), 1, "judge", 0, judge_split=True)
     raw["judge_train"] = {"tie_ratio": 0.5, "tie_loss": "served-logit", "lambda_tie": 10.0,
                           "max_context_tokens": 1024}  # fmt: skip
     cfg = validate_config(raw, TrainConfig)

@@ -443,6 +443,12 @@ def test_demo_judge_train_adds_the_stage_and_its_numbers_reach_the_json():
     assert jt is not None and jt.reward_when_passed == "judge" and jt.use
     assert jt.group_size == JUDGE_TRAIN["group_size"]
     assert validate_config(demo_config("runs/d", 4, "judge", 0), TrainConfig).judge_train is None
+    # the judge split is carved only for the stage that reads it: SFT and GRPO of the plain
+    # demo use every train task, the --judge-train demo's leave the judge's tasks out
+    assert cfg.env.kwargs.get("judge_split", True) is True
+    plain = validate_config(demo_config("runs/d", 4, "judge", 0), TrainConfig)
+    assert plain.env.kwargs["judge_split"] is False and plain.sft is not None
+    assert plain.sft.env_kwargs is not None and plain.sft.env_kwargs["judge_split"] is False
     check = {"passed": True, "pairwise_accuracy": 0.8, "pairwise_accuracy_ci": [0.7, 0.9],
              "heldout_pairs": 60}  # fmt: skip
     assert judge_train_fields({"check": check}) == {
