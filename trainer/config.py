@@ -366,19 +366,6 @@ class TrainConfig(_Section):
                     "one of them"
                 )
         return self
-        if self.judge_train is not None:
-            raise ValueError(
-                "judge_train learns from the env's judge split, but env.kwargs.judge_split = "
-                "false carves none (and GRPO would draw the judge's tasks): remove it"
-            )
-        sft_kwargs = self.env.kwargs if self.sft is None or self.sft.env_kwargs is None else self.sft.env_kwargs  # fmt: skip
-        if self.sft is not None and self.sft.judge_split and sft_kwargs.get("judge_split", True) is False:  # fmt: skip
-            raise ValueError(
-                "sft.judge_split = true adds the judge split's demonstrations, but "
-                "env.kwargs.judge_split = false carves none (train already holds every task): "
-                "drop one of them"
-            )
-        return self
 
 
 def load_train_config(path: str | Path) -> TrainConfig:
