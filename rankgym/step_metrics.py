@@ -116,6 +116,8 @@ class StepMetrics:
     """True when every group with a verifier had constant verifier rewards."""
     forced_no_signal: bool | None = None
     """True when such a step, with a judge that failed its check, was trained under --force."""
+    skipped_no_signal: bool | None = None
+    """True when such a step was skipped (``monitor.no_signal = "skip"``): no update was made."""
     time_step_s: float | None = None
     """Wall time of the step up to its checkpoint (set by the loop)."""
     time_checkpoint_s: float | None = None
@@ -173,5 +175,5 @@ class StepMetrics:
 
 _LATE = frozenset({"time_step_s", "time_checkpoint_s", "checkpoint", "eval"})
 _NAMES = tuple(f.name for f in fields(StepMetrics) if f.name not in ("extra", "keys"))
-_MONITOR = _NAMES[_NAMES.index("monitor_groups") : _NAMES.index("forced_no_signal") + 1]
+_MONITOR = _NAMES[_NAMES.index("monitor_groups") : _NAMES.index("skipped_no_signal") + 1]
 _LATE = _LATE | frozenset(_MONITOR)  # written only when set (rows without a judge lack them)

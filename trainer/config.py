@@ -226,6 +226,10 @@ class MonitorSection(_Section):
     """The guard also looks at the last ``window`` steps alone (a judge that turns mid-run)."""
     resamples: int = Field(1000, ge=100, le=100_000)
     """Bootstrap resamples of each CI."""
+    no_signal: Literal["stop", "skip", "train"] = "stop"
+    """A step whose groups all have constant verifier rewards, on a reward that uses a judge that
+    failed its check: ``stop`` the run with the reason, ``skip`` its update (flagged, the run
+    goes on), or ``train`` on the judge alone (flagged; what ``--force`` does)."""
 
 
 _LABEL_SOURCES: tuple[Literal["verifier", "human"], ...] = ("verifier", "human")

@@ -131,6 +131,9 @@ def _demo_config(
             "lr": 4e-4,
         },
         "eval": {"split": "test", "tasks": 18, "samples": 5, "temperature": 0.7},
+        # a step with no verifier signal and a judge that failed its check: flagged, not
+        # trained on, and the demo goes on (`rankgym train` stops; --force trains)
+        "monitor": {"no_signal": "skip"},
     }
 
 
@@ -167,7 +170,8 @@ def _demo_arguments(p: argparse.ArgumentParser) -> None:
         "--force",
         action="store_true",
         help="train a step whose groups carry no verifier signal although the judge failed its "
-        "check (warned on every such step); without it such a step stops the demo",
+        "check (warned on every such step); without it such a step's update is skipped "
+        "(warned and flagged)",
     )
     p.add_argument(
         "--resume",

@@ -315,11 +315,12 @@ class Trainer:
         sr = self.reward.score(groups)
         adv = group_advantages(sr.rewards, cfg.reward.scale_rewards)
         watched = watch_step(self, step, groups, adv.values)  # may stop the run (monitor.py)
+        skipped = bool(watched.get("skipped_no_signal"))  # judge noise only: no update at all
         samples = [
             Sample(trajectory_rows(t.turns), a)
             for g, advs in zip(groups, adv.values, strict=True)
             for t, a in zip(g.trajectories, advs, strict=True)
-        ]
+        ] if not skipped else []  # fmt: skip
         self._phase_threads(timing, "update")
         torch.manual_seed(derive_seed("update", cfg.seed, step) % (2**63))
         st = grpo_update(
@@ -357,7 +358,7 @@ class Trainer:
         if self.sync is not None:
             metrics = replace(metrics, extra=dict(self.sync.last))
         metrics = replace(metrics, **watched)
-        if metrics.no_signal:
+        if metrics.no_signal and not skipped:  # a skipped step was announced by watch_step
             self.echo(
                 f"step {step}: no signal ({adv.zero_variance_groups}/{len(groups)} groups had "
                 "equal rewards); no optimizer step"

@@ -34,10 +34,12 @@ has learnt to game.
 
 **No-signal refusal.** A step whose groups (those with a verifier) all have constant verifier
 rewards, trained on a reward that uses the judge, and whose judge *failed* its preflight
-judge-check (tau CI not above 0), would move the policy on judge noise alone. It is refused
-with :class:`NoSignalStep` (a one-line error naming the step and the ways out); with
-``--force`` it trains, warns on every such step and flags it in ``StepMetrics``
-(``no_verifier_signal``, ``forced_no_signal``).
+judge-check (tau CI not above 0), would move the policy on judge noise alone. By default
+(``monitor.no_signal = "stop"``) it is refused with :class:`NoSignalStep` (a one-line error
+naming the step and the ways out); with ``"skip"`` its update is skipped and the run goes on
+(``skipped_no_signal``; ``rankgym demo`` does this); with ``"train"`` or ``--force`` it trains.
+Both warn on every such step and flag it in ``StepMetrics`` (``no_verifier_signal``,
+``skipped_no_signal`` / ``forced_no_signal``).
 
 What this does not do: correct for position bias (the judge-check does), check the judge where
 no verifier or label exists (those groups are not counted), or retry anything.
@@ -45,7 +47,6 @@ no verifier or label exists (those groups are not counted), or retry anything.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -55,6 +56,13 @@ import numpy as np
 from rankgym.errors import RankgymError
 from rankgym.judges.metrics import aggregate, none_if_nan
 from rankgym.trainer.monitor_tied import TiedUnit, tied_shorter, tied_unit
+from rankgym.trainer.no_signal import (  # re-exported: one import path for the monitor's API
+    NoSignalStep,
+    check_failed,
+    no_signal_message,
+    trains,
+    verifier_constant,
+)
 from rankgym.trainer.rewards import reward_class
 from rankgym.types import Group
 
@@ -92,10 +100,6 @@ class JudgeGuardStop(RankgymError):
     def __init__(self, message: str, report: dict[str, Any]) -> None:
         super().__init__(message)
         self.report = report
-
-
-class NoSignalStep(RankgymError):
-    """A step with no verifier signal and a judge that failed its check (``--force`` trains)."""
 
 
 @dataclass(frozen=True)
@@ -393,61 +397,6 @@ class JudgeMonitor:
         return {**a.to_dict(), "tied_pairs": n, "tied_shorter": rate, "guard": self.guard_on}
 
 
-def verifier_constant(groups: Sequence[Group]) -> bool | None:
-    """True when every group with two or more known verifier rewards has them all equal (and
-    there is at least one such group); False when one varies; None when no group has any."""
-    seen = False
-    for g in groups:
-        vs = [t.verifiable_reward for t in g.trajectories if t.verifiable_reward is not None]
-        if len(vs) < 2:
-            continue
-        seen = True
-        if max(vs) - min(vs) > _EPS:
-            return False
-    return True if seen else None
-
-
-def check_failed(report: dict[str, Any] | None) -> bool:
-    """Whether a preflight judge-check report shows a judge that failed: tau CI not above 0 on
-    the calibration groups, or (a ``[judge_train]`` judge) its held-out check on this policy's
-    own groups (``on_policy``) not passed."""
-    if not report:
-        return False
-    if (report.get("on_policy") or {}).get("passed") is False:
-        return True
-    low = (report.get("kendall_tau") or {}).get("ci_low")
-    return low is not None and not (isinstance(low, float) and math.isnan(low)) and low <= 0
-
-
-def no_signal_message(step: int, n_groups: int, report: dict[str, Any]) -> str:
-    """The refusal (or, with ``--force``, the warning) for a step without verifier signal."""
-    tau = report.get("kendall_tau") or {}
-    numbers = (
-        f"tau {tau['value']:+.2f} [{tau['ci_low']:+.2f}, {tau['ci_high']:+.2f}]"
-        if tau.get("value") is not None and tau.get("ci_high") is not None
-        else "tau CI not above 0"
-    )
-    on_policy = report.get("on_policy") or {}
-    if on_policy.get("passed") is False:
-        ci = on_policy.get("pairwise_accuracy_ci") or [float("nan")] * 2
-        numbers = (
-            f"held-out pairwise {on_policy.get('pairwise_accuracy')} [{ci[0]:.2f}, {ci[1]:.2f}] "
-            "on this policy's groups"
-        )
-    return (
-        f"step {step + 1}: all {n_groups} groups have constant verifier rewards, so this "
-        f"update would follow the judge alone, and the judge failed its check ({numbers}): "
-        "the policy would train on judge noise. Options: --force to train anyway (warned on "
-        "every such step); easier tasks or an SFT start so the verifier separates trajectories "
-        "(env.kwargs, [sft], --init-adapter); or a judge that passes its check (judge.model)"
-    )
-
-
-def trains(advantages: Sequence[Sequence[float]]) -> bool:
-    """Whether any trajectory has a non-zero advantage (an update would move the policy)."""
-    return any(abs(a) > 0 for row in advantages for a in row)
-
-
 def rankings_of(store: Any, groups: Sequence[Group]) -> dict[str, list[dict[str, float]]]:
     """Each group's human rankings in ``store`` (oldest first), for groups that have any."""
     out: dict[str, list[dict[str, float]]] = {}
@@ -474,7 +423,8 @@ def watch_step(
     its update; returns the ``StepMetrics`` fields they set.
 
     Raises :class:`JudgeGuardStop` (after logging the step's monitor row) or
-    :class:`NoSignalStep` (unless ``trainer.force``: then it warns and flags the step).
+    :class:`NoSignalStep` (``monitor.no_signal = "stop"`` without ``trainer.force``; else it
+    warns and flags the step: ``skipped_no_signal`` tells the loop to make no update).
     """
     out: dict[str, Any] = {}
     cfg = trainer.cfg
@@ -491,8 +441,13 @@ def watch_step(
     report = trainer.judge_check
     if trainer.reward.needs_judge and constant and check_failed(report) and trains(advantages):
         msg = no_signal_message(step, len(groups), report or {})
-        if not trainer.force:
+        policy = "train" if trainer.force else cfg.monitor.no_signal
+        if policy == "stop":
             raise NoSignalStep(msg)
-        trainer.echo(f"warning: {msg} (--force: training anyway)")
-        out["forced_no_signal"] = True
+        if policy == "skip":
+            trainer.echo(f"warning: {msg} (monitor.no_signal = 'skip': no update this step)")
+            out["skipped_no_signal"] = True
+        else:
+            trainer.echo(f"warning: {msg} (--force: training anyway)")
+            out["forced_no_signal"] = True
     return out

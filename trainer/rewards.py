@@ -374,6 +374,7 @@ def step_line(m: StepMetrics, k: int, steps: int) -> str:
         + (f"  hack-penalized {m.hack_penalized}" if m.hack_penalized else "")
         + monitor_line(m)
         + ("  NO VERIFIER SIGNAL (forced)" if m.forced_no_signal else "")
+        + ("  NO VERIFIER SIGNAL (skipped)" if m.skipped_no_signal else "")
         + f"  {m.time_step_s or 0:.0f}s (rollout {m.time_rollout_s or 0:.0f}s,"
         f" judge {m.time_judge_s or 0:.0f}s, update {m.time_update_s or 0:.0f}s)"
     )
@@ -417,6 +418,7 @@ def history_summary(history: list[StepMetrics]) -> dict[str, Any]:
         "no_signal_steps": sum(bool(m.no_signal) for m in history),
         "hack_penalized": sum(int(m.hack_penalized or 0) for m in history),
         "forced_no_signal_steps": sum(bool(m.forced_no_signal) for m in history),
+        "skipped_no_signal_steps": sum(bool(m.skipped_no_signal) for m in history),
         "reward_per_step": [
             {
                 "reward_mean": m.reward_mean,

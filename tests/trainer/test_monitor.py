@@ -291,6 +291,22 @@ def test_a_step_without_verifier_signal_and_a_failed_judge_is_refused_or_forced(
     with Store(tmp_path / "b" / "store.db", readonly=True) as s:
         rows = [r["metrics"] for r in s.steps(summary["run_id"])]
     assert all(r["forced_no_signal"] and r["no_verifier_signal"] for r in rows)
+    assert all(r["trained_trajectories"] > 0 for r in rows)  # forced: the judge's noise trained
+
+    # monitor.no_signal = "skip" (the demo's): flagged, warned, no update, and the run goes on
+    said.clear()
+    raw["out_dir"], raw["monitor"] = str(tmp_path / "c"), {"no_signal": "skip"}
+    summary = Trainer(validate_config(raw, TrainConfig), progress=False, echo=said.append).run()
+    assert summary["steps_run"] == 2 and summary["skipped_no_signal_steps"] == 2
+    assert summary["forced_no_signal_steps"] == 0
+    assert sum("no_signal = 'skip': no update this step" in line for line in said) == 2
+    assert sum("NO VERIFIER SIGNAL (skipped)" in line for line in said) == 2
+    with Store(tmp_path / "c" / "store.db", readonly=True) as s:
+        rows = [r["metrics"] for r in s.steps(summary["run_id"])]
+    assert all(r["skipped_no_signal"] and r["trained_trajectories"] == 0 for r in rows)
+    with pytest.raises(NoSignalStep, match="monitor.no_signal = 'skip'"):  # the way out is named
+        raw["out_dir"], raw["monitor"] = str(tmp_path / "d"), {"no_signal": "stop"}
+        Trainer(validate_config(raw, TrainConfig), progress=False).run()
 
 
 def test_the_runs_page_shows_the_monitor_curves_and_a_guard_stop(tmp_path, monkeypatch):

@@ -1,0 +1,78 @@
+"""The no-signal refusal's parts: is a step's verifier signal gone, did the judge fail its check,
+and what a step that would train on the judge's noise alone says (``monitor.watch_step`` decides
+with ``[monitor] no_signal``: stop, skip or train).
+
+What it does not do: look at the judge's agreement on the step (the monitor does), or decide.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from rankgym.errors import RankgymError
+from rankgym.types import Group
+
+__all__ = ["NoSignalStep", "check_failed", "no_signal_message", "trains", "verifier_constant"]
+
+_EPS = 1e-9
+
+
+class NoSignalStep(RankgymError):
+    """A step with no verifier signal and a judge that failed its check (``--force`` trains)."""
+
+
+def verifier_constant(groups: Sequence[Group]) -> bool | None:
+    """True when every group with two or more known verifier rewards has them all equal (and
+    there is at least one such group); False when one varies; None when no group has any."""
+    seen = False
+    for g in groups:
+        vs = [t.verifiable_reward for t in g.trajectories if t.verifiable_reward is not None]
+        if len(vs) < 2:
+            continue
+        seen = True
+        if max(vs) - min(vs) > _EPS:
+            return False
+    return True if seen else None
+
+
+def check_failed(report: dict[str, Any] | None) -> bool:
+    """Whether a preflight judge-check report shows a judge that failed: tau CI not above 0 on
+    the calibration groups, or (a ``[judge_train]`` judge) its held-out check on this policy's
+    own groups (``on_policy``) not passed."""
+    if not report:
+        return False
+    if (report.get("on_policy") or {}).get("passed") is False:
+        return True
+    low = (report.get("kendall_tau") or {}).get("ci_low")
+    return low is not None and not (isinstance(low, float) and math.isnan(low)) and low <= 0
+
+
+def no_signal_message(step: int, n_groups: int, report: dict[str, Any]) -> str:
+    """The refusal (or, with ``--force``, the warning) for a step without verifier signal."""
+    tau = report.get("kendall_tau") or {}
+    numbers = (
+        f"tau {tau['value']:+.2f} [{tau['ci_low']:+.2f}, {tau['ci_high']:+.2f}]"
+        if tau.get("value") is not None and tau.get("ci_high") is not None
+        else "tau CI not above 0"
+    )
+    on_policy = report.get("on_policy") or {}
+    if on_policy.get("passed") is False:
+        ci = on_policy.get("pairwise_accuracy_ci") or [float("nan")] * 2
+        numbers = (
+            f"held-out pairwise {on_policy.get('pairwise_accuracy')} [{ci[0]:.2f}, {ci[1]:.2f}] "
+            "on this policy's groups"
+        )
+    return (
+        f"step {step + 1}: all {n_groups} groups have constant verifier rewards, so this "
+        f"update would follow the judge alone, and the judge failed its check ({numbers}): "
+        "the policy would train on judge noise. Options: --force to train anyway (warned on "
+        "every such step); monitor.no_signal = 'skip' to skip such steps' updates; easier tasks or an SFT start so the verifier separates trajectories "
+        "(env.kwargs, [sft], --init-adapter); or a judge that passes its check (judge.model)"
+    )
+
+
+def trains(advantages: Sequence[Sequence[float]]) -> bool:
+    """Whether any trajectory has a non-zero advantage (an update would move the policy)."""
+    return any(abs(a) > 0 for row in advantages for a in row)
