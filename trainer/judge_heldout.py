@@ -29,7 +29,18 @@ from rankgym.store import Store
 from rankgym.trainer.judge_job import JudgeTrainJob, check_job
 from rankgym.trainer.judge_pairs import cap_pairs
 
-__all__ = ["check_judge", "compare_again", "compare_heldout", "heldout_check"]
+__all__ = ["check_judge", "compare_again", "compare_heldout", "heldout_check", "judged_rows_key"]
+
+
+def judged_rows_key(model: str, ids: list[str], kind: str = "") -> str:
+    """The ``work/judged/`` key of ``model``'s verdicts on the pairs ``ids``: the model string,
+    its adapter's content hash and, for an in-process ``local/`` judge, its weights dtype (bf16
+    and fp32 verdicts differ: ``RANKGYM_JUDGE_DTYPE``); ``kind`` tells caches apart."""
+    from rankgym.judge_backend import parse_model
+    from rankgym.judges.local_provider import adapter_fingerprint, serving_dtype
+
+    dtype = f"|{serving_dtype()}" if parse_model(model).in_process else ""
+    return hashlib.sha256(f"{kind}{model}|{adapter_fingerprint(model)}|{ids}{dtype}".encode()).hexdigest()[:16]  # fmt: skip
 
 
 def compare_heldout(
@@ -42,8 +53,6 @@ def compare_heldout(
     """Judge ``heldout`` with ``job.compare_with`` and ``trained``; each judge's rows are cached
     in ``work/judged/`` by model string and adapter hash, so adding a judge later re-judges
     nothing else."""
-    from rankgym.judges.local_provider import adapter_fingerprint
-
     judges = [*job.compare_with, *([trained] if trained else [])]
     if not judges:
         raise UserError("nothing to compare: pass --compare-with MODELS or train an adapter first")
@@ -53,8 +62,7 @@ def compare_heldout(
     ids = [p.id for p in heldout]
     results = {}
     for m in judges:
-        key = hashlib.sha256(f"{m}|{adapter_fingerprint(m)}|{ids}".encode()).hexdigest()[:16]
-        path = cache / f"{key}.json"
+        path = cache / f"{judged_rows_key(m, ids)}.json"
         if path.is_file():
             results[m] = json.loads(path.read_text())
             continue

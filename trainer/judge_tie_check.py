@@ -12,7 +12,6 @@ train anything.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import TYPE_CHECKING, Any
 
@@ -69,8 +68,8 @@ def tie_check(
 ) -> dict[str, dict[str, Any]]:
     """:func:`tie_stats` of ``job.compare_with`` and ``trained`` on held-out tie pairs (rows
     cached in ``work/judged/`` like the comparison's); also written to ``ties.json``."""
-    from rankgym.judges.local_provider import adapter_fingerprint
     from rankgym.trainer.checkpoint import write_json_atomic  # imports torch: not at module load
+    from rankgym.trainer.judge_heldout import judged_rows_key
 
     rubric = default_rubric()
     cache = job.out / "work" / "judged"
@@ -78,8 +77,7 @@ def tie_check(
     ids = [p.id for p in ties]
     report = {}
     for m in [*job.compare_with, *([trained] if trained else [])]:
-        key = hashlib.sha256(f"ties|{m}|{adapter_fingerprint(m)}|{ids}".encode()).hexdigest()[:16]
-        path = cache / f"ties-{key}.json"
+        path = cache / f"ties-{judged_rows_key(m, ids, 'ties|')}.json"
         if path.is_file():
             rows = json.loads(path.read_text())
         else:

@@ -123,3 +123,26 @@ def test_a_local_judges_cache_answers_only_for_the_dtype_it_was_filled_in(tmp_pa
     assert presentation_cache_key(g, order, None, remote.dtype) == presentation_cache_key(
         g, order, None
     )
+
+
+def test_judge_trains_row_caches_are_keyed_by_a_local_judges_dtype_too(monkeypatch):
+    """``work/judged/`` (held-out comparison, tie check): verdicts of a local judge in bf16 are
+    not read back for fp32; a provider's model keeps one key."""
+    import litellm
+
+    from rankgym.judges import local_provider
+    from rankgym.trainer.judge_heldout import judged_rows_key
+
+    local_provider.register()
+    handler = next(
+        p["custom_handler"] for p in litellm.custom_provider_map if p.get("provider") == "local"
+    )
+    keys = {}
+    for dtype in ("bfloat16", "float32"):
+        monkeypatch.setattr(handler, "_dtype", dtype)
+        keys[dtype] = [
+            judged_rows_key(m, ["p1", "p2"]) for m in ("local/smollm2-yesno", "openai/x")
+        ]
+    assert keys["bfloat16"][0] != keys["float32"][0]
+    assert keys["bfloat16"][1] == keys["float32"][1]
+    assert judged_rows_key("openai/x", ["p1"], "ties|") != judged_rows_key("openai/x", ["p1"])
