@@ -92,6 +92,7 @@ __all__ = [
     "judge_groups_sync",
     "judge_hack_signals",
     "missing_credentials",
+    "in_process_dtype",
     "presentation_cache_key",
     "presentation_orders",
     "summarize",
@@ -147,8 +148,9 @@ def presentation_cache_key(
     return content_hash(key)
 
 
-def _in_process_dtype(model: str) -> str | None:
-    """The dtype a ``local/`` judge computes in (loads no model); None for a provider's."""
+def in_process_dtype(model: str) -> str | None:
+    """The weights dtype a ``local/`` judge computes in (loads no model), part of every cache
+    key of its verdicts; None for a provider's model."""
     if not parse_model(model).in_process:
         return None
     from .local_provider import serving_dtype
@@ -207,7 +209,7 @@ class GroupJudge(JudgeMethod):
         self.budget = context_budget(spec)
         ensure_provider(spec.model)
         quiet_litellm()  # no "Provider List" banners on stdout for unpriced models
-        self.dtype = _in_process_dtype(spec.model)
+        self.dtype = in_process_dtype(spec.model)
         """The local judge's weights dtype, part of its cache keys (None for a provider)."""
 
     # ---- the plan (``rankgym judge --dry-run``) -------------------------------------

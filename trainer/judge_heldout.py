@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -36,11 +35,12 @@ def judged_rows_key(model: str, ids: list[str], kind: str = "") -> str:
     """The ``work/judged/`` key of ``model``'s verdicts on the pairs ``ids``: the model string,
     its adapter's content hash and, for an in-process ``local/`` judge, its weights dtype (bf16
     and fp32 verdicts differ: ``RANKGYM_JUDGE_DTYPE``); ``kind`` tells caches apart."""
-    from rankgym.judge_backend import parse_model
-    from rankgym.judges.local_provider import adapter_fingerprint, serving_dtype
+    from rankgym.judges.group_judge import in_process_dtype
+    from rankgym.judges.local_provider import adapter_fingerprint
 
-    dtype = f"|{serving_dtype()}" if parse_model(model).in_process else ""
-    return hashlib.sha256(f"{kind}{model}|{adapter_fingerprint(model)}|{ids}{dtype}".encode()).hexdigest()[:16]  # fmt: skip
+    dtype = in_process_dtype(model)
+    suffix = f"|{dtype}" if dtype else ""
+    return hashlib.sha256(f"{kind}{model}|{adapter_fingerprint(model)}|{ids}{suffix}".encode()).hexdigest()[:16]  # fmt: skip
 
 
 def compare_heldout(
@@ -67,9 +67,7 @@ def compare_heldout(
             results[m] = json.loads(path.read_text())
             continue
         results[m] = judge_pairs(litellm_respond(m), heldout, rubric, progress, desc=m[-40:])
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(results[m]))
-        os.replace(tmp, path)
+        _write_json(path, results[m])
     report = compare(results, heldout, seed=job.train.seed)
     (job.out / f"{name}.txt").write_text(format_comparison(report) + "\n")
     return report
@@ -85,7 +83,7 @@ def compare_again(job: JudgeTrainJob, progress: bool = False) -> dict[str, Any]:
     adapter = out / "adapter"
     trained = f"local/smollm2@{adapter}" if (adapter / "adapter_config.json").is_file() else None
     report = compare_heldout(job, read_jsonl(held), trained, progress, "comparison-only")
-    _write_report(out / "comparison-only.json", report)
+    _write_json(out / "comparison-only.json", report)
     return report
 
 
@@ -106,7 +104,7 @@ def heldout_check(
     return out
 
 
-def _write_report(path: Path, data: dict[str, Any]) -> None:
+def _write_json(path: Path, data: dict[str, Any]) -> None:
     from rankgym.trainer.checkpoint import write_json_atomic  # imports torch: not at module load
 
     write_json_atomic(path, data)
@@ -150,5 +148,5 @@ def check_judge(job: JudgeTrainJob, judge: str, progress: bool = False) -> dict[
         **heldout_check(job, pairs, ties, judge, progress),
     }
     summary["seconds"] = {"total": time.perf_counter() - t0}
-    _write_report(job.out / "report.json", summary)
+    _write_json(job.out / "report.json", summary)
     return summary

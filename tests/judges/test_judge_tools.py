@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
 from judge_fakes import answer, labels_in, make_group
 
 from rankgym.cli import main
@@ -92,27 +93,35 @@ def test_no_tools_and_an_empty_tool_list_share_a_judge_cache_key():
     assert presentation_cache_key(g, order, TOOLS) != presentation_cache_key(g, order, None)
 
 
-def test_a_local_judges_cache_answers_only_for_the_dtype_it_was_filled_in(tmp_path, monkeypatch):
-    """bf16 and fp32 verdicts of the embedded judge differ (``RANKGYM_JUDGE_DTYPE``): a cached
-    bf16 verdict must not answer an fp32 judge, nor the other way round; a provider's judge
-    keeps its keys (no dtype)."""
+@pytest.fixture
+def local_handler():
+    """The registered ``local/`` provider (its ``_dtype`` is what a test sets)."""
     import litellm
 
     from rankgym.judges import local_provider
-    from rankgym.judges.group_judge import GroupJudge, presentation_cache_key
 
     local_provider.register()
-    handler = next(
+    return next(
         p["custom_handler"] for p in litellm.custom_provider_map if p.get("provider") == "local"
     )
+
+
+def test_a_local_judges_cache_answers_only_for_the_dtype_it_was_filled_in(
+    tmp_path, monkeypatch, local_handler
+):
+    """bf16 and fp32 verdicts of the embedded judge differ (``RANKGYM_JUDGE_DTYPE``): a cached
+    bf16 verdict must not answer an fp32 judge, nor the other way round; a provider's judge
+    keeps its keys (no dtype)."""
+    from rankgym.judges.group_judge import GroupJudge, presentation_cache_key
+
     g = make_group(3)
     order = [t.id for t in g.trajectories]
     spec = default_spec("local/smollm2-yesno")
     with Store(tmp_path / "s.db") as store:
-        monkeypatch.setattr(handler, "_dtype", "bfloat16")
+        monkeypatch.setattr(local_handler, "_dtype", "bfloat16")
         bf16 = GroupJudge(spec, store)
         store.cache_put(bf16.spec_hash, presentation_cache_key(g, order, None, "bfloat16"), {})
-        monkeypatch.setattr(handler, "_dtype", "float32")
+        monkeypatch.setattr(local_handler, "_dtype", "float32")
         fp32 = GroupJudge(spec, store)
         assert (bf16.dtype, fp32.dtype) == ("bfloat16", "float32")
         assert bf16.spec_hash == fp32.spec_hash  # one judge, two numerics
@@ -125,21 +134,14 @@ def test_a_local_judges_cache_answers_only_for_the_dtype_it_was_filled_in(tmp_pa
     )
 
 
-def test_judge_trains_row_caches_are_keyed_by_a_local_judges_dtype_too(monkeypatch):
+def test_judge_trains_row_caches_are_keyed_by_a_local_judges_dtype_too(monkeypatch, local_handler):
     """``work/judged/`` (held-out comparison, tie check): verdicts of a local judge in bf16 are
     not read back for fp32; a provider's model keeps one key."""
-    import litellm
-
-    from rankgym.judges import local_provider
     from rankgym.trainer.judge_heldout import judged_rows_key
 
-    local_provider.register()
-    handler = next(
-        p["custom_handler"] for p in litellm.custom_provider_map if p.get("provider") == "local"
-    )
     keys = {}
     for dtype in ("bfloat16", "float32"):
-        monkeypatch.setattr(handler, "_dtype", dtype)
+        monkeypatch.setattr(local_handler, "_dtype", dtype)
         keys[dtype] = [
             judged_rows_key(m, ["p1", "p2"]) for m in ("local/smollm2-yesno", "openai/x")
         ]
