@@ -38,6 +38,7 @@ import streamlit as st
 from rankgym.judges.agreement import agreement_report, disagreements
 from rankgym.step_metrics import StepMetrics
 from rankgym.store import Store
+from rankgym.types import SCORE_TIE
 
 STORE_ENV = "RANKGYM_STORE"
 _local = threading.local()
@@ -229,7 +230,7 @@ def compute_store_curves(s: Store, run_id: str) -> dict[str, pd.DataFrame]:
     if not pj.empty:
         pj["judge"] = pj["spec_hash"].map(lambda h: specs.get(h, h[:8]))
         pj["ok"] = pj["status"] == "ok"
-        pj["zero_var"] = pj["ok"] & (pj["spread"].fillna(0) <= 1e-9)
+        pj["zero_var"] = pj["ok"] & (pj["spread"].fillna(0) <= SCORE_TIE)
         ok = pj[pj["ok"] & (pj["n"] > 0)].copy()
         if not ok.empty:
             ok["weighted"] = ok["score"] * ok["n"]

@@ -29,7 +29,7 @@ with replacement, so several labelers or presentations of one group move togethe
 
 What this does not do: it does not correct for chance agreement, does not weight groups by
 size in the macro average, and says nothing when there are fewer than two groups (the CI is
-then ``None``). Scores within 1e-9 count as tied.
+then ``None``). Scores within ``SCORE_TIE`` (1e-9) count as tied.
 """
 
 from __future__ import annotations
@@ -41,6 +41,8 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from rankgym.types import SCORE_TIE
 
 from .metrics import (
     METRICS,
@@ -308,8 +310,8 @@ def disagreements(
                 kendall_tau_b=_none(st.kendall_tau_b),
                 pairwise_accuracy=_none(st.pairwise_accuracy),
                 top1=_none(st.top1),
-                judge_top=[k for k, v in js.items() if v >= top_j - 1e-9],
-                human_top=[k for k, v in mean_rank.items() if v <= best_h + 1e-9],
+                judge_top=[k for k, v in js.items() if v >= top_j - SCORE_TIE],
+                human_top=[k for k, v in mean_rank.items() if v <= best_h + SCORE_TIE],
                 judge_scores=js,
                 human_mean_rank=mean_rank,
             )

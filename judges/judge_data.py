@@ -58,7 +58,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from rankgym.types import Group, Trajectory
+from rankgym.types import SCORE_TIE, Group, Trajectory
 
 if TYPE_CHECKING:
     from rankgym.store import Store
@@ -238,7 +238,7 @@ def human_pairs(
             env_id, task_id = g.env_id, g.task_id
             cands = []
             for a, b in itertools.combinations(sorted(mean_rank), 2):
-                if abs(mean_rank[a] - mean_rank[b]) < 1e-9:
+                if abs(mean_rank[a] - mean_rank[b]) < SCORE_TIE:
                     continue
                 w, lo = (a, b) if mean_rank[a] < mean_rank[b] else (b, a)
                 gap = abs(mean_rank[a] - mean_rank[b])
@@ -292,7 +292,7 @@ def tie_pairs(
                 take([
                     tie_pair(g.env_id, g.task_id, by_id[a], by_id[b], "human", name)
                     for a, b in itertools.combinations(sorted(mean_rank), 2)
-                    if abs(mean_rank[a] - mean_rank[b]) < 1e-9
+                    if abs(mean_rank[a] - mean_rank[b]) < SCORE_TIE
                     and by_id[a].content_hash() != by_id[b].content_hash()
                 ])  # fmt: skip
     return out

@@ -6,7 +6,7 @@ What it does not do: decide that a trajectory hacked its reward. These are leads
 
 from __future__ import annotations
 
-from rankgym.types import Group, Judgement
+from rankgym.types import SCORE_TIE, Group, Judgement
 
 __all__ = ["VERIFIER_PASS", "judge_hack_signals"]
 
@@ -32,12 +32,12 @@ def judge_hack_signals(group: Group, judgement: Judgement) -> list[tuple[str, st
             out.append((s.trajectory_id, "judge_hack_suspected", s.rationale[:300]))
     scores = judgement.score_map()
     top = max(scores.values())
-    if min(scores.values()) < top - 1e-9:
+    if min(scores.values()) < top - SCORE_TIE:
         vr = {t.id: t.verifiable_reward for t in group.trajectories}
         known = [v for v in vr.values() if v is not None]
         for tid, sc in scores.items():
             v = vr.get(tid)
-            if sc >= top - 1e-9 and v is not None and v < VERIFIER_PASS and max(known) > v:
+            if sc >= top - SCORE_TIE and v is not None and v < VERIFIER_PASS and max(known) > v:
                 out.append(
                     (
                         tid,

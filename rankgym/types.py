@@ -22,6 +22,10 @@ from rankgym.judge_backend import parse_model
 
 SCHEMA_VERSION = 1
 
+SCORE_TIE = 1e-9
+"""Two scores or rewards closer than this count as equal: a judge's tie, a group whose verifier
+rewards are constant, the judge's top trajectory."""
+
 Role = Literal["system", "user", "assistant", "tool"]
 
 

@@ -64,7 +64,7 @@ from rankgym.trainer.no_signal import (  # re-exported: one import path for the 
     verifier_constant,
 )
 from rankgym.trainer.rewards import reward_class
-from rankgym.types import Group
+from rankgym.types import SCORE_TIE, Group
 
 if TYPE_CHECKING:
     from rankgym.trainer.config import MonitorSection
@@ -91,7 +91,6 @@ __all__ = [
 
 CHANCE = 0.5
 """Pairwise agreement of a judge that knows nothing (ties count half)."""
-_EPS = 1e-9
 
 
 class JudgeGuardStop(RankgymError):
@@ -149,12 +148,12 @@ def group_unit(
     ]
     truth: list[float] | None
     source, ids, truth = "verifier", [i for i, _ in known], [v for _, v in known]
-    if len(known) < 2 or max(truth) - min(truth) <= _EPS:
+    if len(known) < 2 or max(truth) - min(truth) <= SCORE_TIE:
         source, ids = "human", [t.id for t in group.trajectories if t.id in scores]
         truth = None
         for r in reversed(list(rankings)):
             truth = _truth_from_ranking(r, ids)
-            if truth is not None and max(truth) - min(truth) > _EPS:
+            if truth is not None and max(truth) - min(truth) > SCORE_TIE:
                 break
             truth = None
         if truth is None or len(ids) < 2:
@@ -164,17 +163,17 @@ def group_unit(
     for a in range(len(ids)):
         for b in range(a + 1, len(ids)):
             dt = truth[a] - truth[b]
-            if abs(dt) <= _EPS:
+            if abs(dt) <= SCORE_TIE:
                 continue
             pairs += 1
             dj = judge[a] - judge[b]
-            agree += 0.5 if abs(dj) <= _EPS else float((dj > 0) == (dt > 0))
+            agree += 0.5 if abs(dj) <= SCORE_TIE else float((dj > 0) == (dt > 0))
     top_fail = None
     if source == "verifier":
         passed = [v >= success_threshold for v in truth]
         if any(passed) and not all(passed):
             best = max(judge)
-            top = [p for s, p in zip(judge, passed, strict=True) if s >= best - _EPS]
+            top = [p for s, p in zip(judge, passed, strict=True) if s >= best - SCORE_TIE]
             top_fail = sum(not p for p in top) / len(top)
     return GroupUnit(group.id, step, source, tuple(judge), tuple(truth), pairs, agree, top_fail)
 

@@ -18,9 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rankgym.judges.judge_data import visible_length
-from rankgym.types import Group
-
-_EPS = 1e-9
+from rankgym.types import SCORE_TIE, Group
 
 
 @dataclass(frozen=True)
@@ -48,11 +46,11 @@ def tied_unit(group: Group, step: int) -> TiedUnit | None:
     pairs, shorter = 0, 0.0
     for k, (ra, la, sa) in enumerate(known):
         for rb, lb, sb in known[k + 1 :]:
-            if abs(ra - rb) > _EPS or la == lb:
+            if abs(ra - rb) > SCORE_TIE or la == lb:
                 continue
             pairs += 1
             ds = (sa - sb) if la < lb else (sb - sa)  # the shorter one's score minus the longer's
-            shorter += 0.5 if abs(ds) <= _EPS else float(ds > 0)
+            shorter += 0.5 if abs(ds) <= SCORE_TIE else float(ds > 0)
     return TiedUnit(group.id, step, pairs, shorter) if pairs else None
 
 

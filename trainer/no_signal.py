@@ -12,11 +12,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from rankgym.errors import RankgymError
-from rankgym.types import Group
+from rankgym.types import SCORE_TIE, Group
 
 __all__ = ["NoSignalStep", "check_failed", "no_signal_message", "trains", "verifier_constant"]
-
-_EPS = 1e-9
 
 
 class NoSignalStep(RankgymError):
@@ -32,7 +30,7 @@ def verifier_constant(groups: Sequence[Group]) -> bool | None:
         if len(vs) < 2:
             continue
         seen = True
-        if max(vs) - min(vs) > _EPS:
+        if max(vs) - min(vs) > SCORE_TIE:
             return False
     return True if seen else None
 
