@@ -19,8 +19,10 @@ Implementations (``make_policy(spec)``):
 Sampling in :class:`TransformersPolicy` is a plain KV-cached loop (not ``model.generate``):
 every conversation waiting for the model goes into one left-padded batch, finished rows are
 dropped from the batch as they stop, and each row samples with its own ``torch.Generator``
-seeded from the episode seed and turn, so a rollout's tokens do not depend on what else was in
-the batch (up to floating-point differences between batch shapes).
+seeded from the episode seed and turn (one uniform per token, by inverse CDF: ``sampling.py``),
+so a rollout's tokens do not depend on what else was in the batch (up to floating-point
+differences between batch shapes). With ``reuse_kv`` (the embedded default) a turn continues
+from the KV cache its conversation left (``kvreuse.py``) instead of re-encoding it.
 
 ``completion_logprobs`` are the log-softmax of the *processed* logits the token was sampled
 from: logits divided by the temperature, then top-k/top-p filtered (renormalised over the kept
@@ -35,8 +37,7 @@ the system prompt (added only if the env has not put them there), earlier tool c
 as ``<tool_call>{json}</tool_call>``, tool results as a user turn of ``<tool_response>`` blocks.
 Either way tool calls are parsed from the generated text with the lenient parser.
 
-What this module does not do: no streaming, no prompt-cache
-reuse across turns (each turn re-encodes the whole conversation), no stop strings other than
+What this module does not do: no streaming, no stop strings other than
 the model's end-of-turn tokens, and the LiteLLM policy does not retry failed calls (a failure
 becomes that episode's error).
 """

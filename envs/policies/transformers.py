@@ -18,6 +18,7 @@ from rankgym.envs.policies.kvreuse import Entry, weights_tag
 from rankgym.envs.policies.local import LocalTokensPolicy, Sampling, stop_token_ids
 from rankgym.envs.policies.merged import MergedLora
 from rankgym.envs.policies.render import assistant_turns
+from rankgym.envs.policies.sampling import sample_rows
 from rankgym.model import (
     adapters_disabled,
     bound_heap,
@@ -368,8 +369,5 @@ class TransformersPolicy(LocalTokensPolicy):
             remove = remove_sorted.scatter(1, order, remove_sorted)
             scores = scores.masked_fill(remove, float("-inf"))
         logprobs = torch.log_softmax(scores, dim=-1)
-        probs = logprobs.exp()
-        tokens = torch.stack(
-            [torch.multinomial(probs[j], 1, generator=g)[0] for j, g in enumerate(gens)]
-        )
+        tokens = sample_rows(logprobs.exp(), gens)  # inverse CDF: one uniform per row
         return tokens, logprobs.gather(1, tokens[:, None])[:, 0]
