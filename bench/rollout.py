@@ -16,6 +16,8 @@ against transformers' ``generate``, in one run with the same seeds:
     .venv/bin/python bench/rollout.py --demo --adapter OUT/sft --modes kv-reuse,batched,hf-generate
     # the growing KV cache against transformers' DynamicCache (a copy of every layer per step)
     .venv/bin/python bench/rollout.py --demo --adapter OUT/sft --modes kv-reuse,kv-reuse-concat --repeats 2
+    # the inverse-CDF sampler against torch.multinomial per row (same distribution, other draws)
+    .venv/bin/python bench/rollout.py --demo --adapter OUT/sft --modes kv-reuse,kv-reuse-multinomial --repeats 2
     # the LoRA merged into the weights while sampling against peft's LoRA layers
     .venv/bin/python bench/rollout.py --demo --adapter OUT/sft --modes kv-reuse,kv-reuse-unmerged,batched --repeats 2
 
@@ -79,7 +81,8 @@ def main() -> None:
         default="sequential,batched",
         help="comma list of: kv-reuse (prefill shared prompts once, extend caches across turns, "
         "the batch cache grows in place, the LoRA merged into the weights while sampling: "
-        "today's path), kv-reuse-unmerged (the same through peft's LoRA layers: the path before "
+        "today's path), kv-reuse-multinomial (the same with torch.multinomial per row: the sampler "
+        "before the inverse-CDF one), kv-reuse-unmerged (the same through peft's LoRA layers: the path before "
         "the merge), kv-reuse-concat (kv-reuse-unmerged with transformers' "
         "DynamicCache, which copies the cache at every step: the path before the growing cache), "
         "batched (one full prefill per turn, DynamicCache: the path before KV reuse), hf-generate "
@@ -130,6 +133,7 @@ def main() -> None:
 
     policies: dict[str, Any] = {"batched": policy, "sequential": policy}
     policies["kv-reuse"] = TransformersPolicy(model, tok, name=name, **sampling)
+    policies["kv-reuse-multinomial"] = MultinomialPolicy(model, tok, name=name, **sampling)
     policies["kv-reuse-unmerged"] = TransformersPolicy(model, tok, name=name, merge_lora=False, **sampling)  # fmt: skip
     policies["kv-reuse-concat"] = TransformersPolicy(model, tok, name=name, grow_kv=False, merge_lora=False, **sampling)  # fmt: skip
     policies["hf-generate"] = HFGeneratePolicy(model, tok, name=name, reuse_kv=False, merge_lora=False, **sampling)  # fmt: skip
@@ -207,6 +211,25 @@ def main() -> None:
         out[f"token_identical_{ref}_vs_{m}"] = f"{same}/{len(tokens[ref])}"
         lines.append(f"{ref} vs {m}: {ratio:.2f}x tok/s (token-identical trajectories: {same}/{len(tokens[ref])})")  # fmt: skip
     print(json.dumps(out) if args.json else "\n".join(lines))
+
+
+class MultinomialPolicy:
+    """``TransformersPolicy`` (KV reuse, the default path) drawing each row's token with
+    ``torch.multinomial`` on its generator: the sampler before the inverse-CDF one (one
+    exponential per vocabulary entry per row per token; same distribution, other draws)."""
+
+    def __new__(cls, *a: Any, **kw: Any) -> Any:
+        from rankgym.envs.policies import TransformersPolicy
+
+        class _Multinomial(TransformersPolicy):
+            def _draw(self, probs: Any, gens: list[Any]) -> Any:
+                import torch
+
+                return torch.stack(
+                    [torch.multinomial(probs[j], 1, generator=g)[0] for j, g in enumerate(gens)]
+                )
+
+        return _Multinomial(*a, **kw)
 
 
 class HFGeneratePolicy:

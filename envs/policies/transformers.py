@@ -369,5 +369,10 @@ class TransformersPolicy(LocalTokensPolicy):
             remove = remove_sorted.scatter(1, order, remove_sorted)
             scores = scores.masked_fill(remove, float("-inf"))
         logprobs = torch.log_softmax(scores, dim=-1)
-        tokens = sample_rows(logprobs.exp(), gens)  # inverse CDF: one uniform per row
+        tokens = self._draw(logprobs.exp(), gens)
         return tokens, logprobs.gather(1, tokens[:, None])[:, 0]
+
+    def _draw(self, probs: Any, gens: list[Any]) -> Any:
+        """One token per row of ``probs``, each from its row's generator: inverse CDF, one
+        uniform per row (``sampling.py``; bench/rollout.py times torch.multinomial here)."""
+        return sample_rows(probs, gens)
