@@ -46,7 +46,7 @@ __all__ = [
 DEMO_FAMILIES = ["lookup", "units", "dates"]
 GRPO_ENV_KWARGS: dict[str, Any] = {"difficulty": "hard", "families": DEMO_FAMILIES}
 SFT_ENV_KWARGS: dict[str, Any] = GRPO_ENV_KWARGS  # a short SFT on the hard tasks leaves spread
-DEFAULT_STEPS = 4
+DEFAULT_STEPS = 6
 DEFAULT_SFT_STEPS = 16
 
 
