@@ -1,10 +1,11 @@
 """One categorical draw per row, by inverse CDF with one uniform from that row's generator.
 
 ``torch.multinomial(p, 1)`` draws one exponential per vocabulary entry (49,152 for SmolLM2)
-for every row and every token: at 30 rows that was 30 ms per decode step on 2 CPU cores. :func:`sample_rows` draws the same distribution
-from a single float64 uniform per row: it sums the weights in blocks, finds the block the
-uniform falls in, then the token inside that block (a float64 cumulative sum of one block).
-8 ms at 30 rows, softmax included (bench/sampler.py). The draws differ from ``torch.multinomial``'s; the distribution does not.
+for every row and every token: at 30 rows that was 30 ms per decode step on 2 CPU cores.
+:func:`sample_rows` draws the same distribution from a single float64 uniform per row: it sums
+the weights in blocks, finds the block the uniform falls in, then the token inside that block
+(a float64 cumulative sum of one block): 8 ms at 30 rows, softmax included (bench/sampler.py).
+The draws differ from ``torch.multinomial``'s; the distribution does not.
 
 Each row reads only its own weights and its own generator, so a row's token does not depend on
 what else is in the batch. What it does not do: temperature, top-k or top-p (the caller
