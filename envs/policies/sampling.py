@@ -35,7 +35,7 @@ def sample_rows(
 
     if weights.dim() != 2:
         raise ValueError(f"weights must be rows x vocab, got shape {tuple(weights.shape)}")
-    rows, vocab = weights.shape
+    rows = weights.shape[0]
     if len(generators) != rows:
         raise ValueError(f"{len(generators)} generators for {rows} rows: one per row")
     if block < 1:
