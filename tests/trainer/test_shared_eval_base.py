@@ -27,6 +27,12 @@ def _sample(policy: TransformersPolicy) -> list[list[int]]:
     return [g.completion_token_ids for g in policy.generate(msgs, [[], []])]
 
 
+def _greedy(policy: TransformersPolicy) -> tuple[list[list[int]], list[list[float]]]:
+    msgs = [[{"role": "user", "content": f"Say something about {w}."}] for w in ("cats", "tea")]
+    gens = policy.generate(msgs, [[], []])
+    return [g.completion_token_ids for g in gens], [g.completion_logprobs for g in gens]
+
+
 def test_two_adapters_over_the_embedded_base_share_it_and_sample_as_fresh_copies(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
@@ -37,17 +43,24 @@ def test_two_adapters_over_the_embedded_base_share_it_and_sample_as_fresh_copies
     shared = rg_model.load_causal_lm(str(base))
     monkeypatch.setattr(rg_model, "embedded_model_dir", lambda: base)
     monkeypatch.setattr(rg_model, "shared_embedded", lambda dtype="bfloat16": shared)
-    ctx1 = TrainingContext.from_adapter(a1, max_new_tokens=6, temperature=0.7, seed=3)
-    ctx2 = TrainingContext.from_adapter(a2, max_new_tokens=6, temperature=0.7, seed=3)
+    # greedy: the tiny random model's next-token distribution is nearly flat over 49,152 tokens,
+    # so a seeded inverse-CDF draw moves to a neighbouring token on a 1e-7 difference in the
+    # probabilities, and the two paths round differently (log-probs up to 2e-3 apart); what is
+    # compared is the model: its greedy tokens, and its log-probs to 1e-2
+    ctx1 = TrainingContext.from_adapter(a1, max_new_tokens=6, temperature=0.0, seed=3)
+    ctx2 = TrainingContext.from_adapter(a2, max_new_tokens=6, temperature=0.0, seed=3)
     assert ctx1.model.get_base_model() is ctx2.model.get_base_model() is shared[0]
     assert ctx1.adapter_name and ctx2.adapter_name and ctx1.adapter_name != ctx2.adapter_name
-    got1, got2 = _sample(ctx1.policy("p1")), _sample(ctx2.policy("p2"))
-    for adapter, got in ((a1, got1), (a2, got2)):  # the same tokens as before sharing
+    got1, got2 = _greedy(ctx1.policy("p1")), _greedy(ctx2.policy("p2"))
+    for adapter, (ids, logprobs) in ((a1, got1), (a2, got2)):  # the same model as before sharing
         fresh, tok = rg_model.load_causal_lm(str(base))
         own = PeftModel.from_pretrained(fresh, str(adapter)).eval()
-        alone = TransformersPolicy(own, tok, max_new_tokens=6, temperature=0.7, seed=3)
-        assert _sample(alone) == got
-    assert got1 != got2  # the two adapters really differ
+        alone = TransformersPolicy(own, tok, max_new_tokens=6, temperature=0.0, seed=3)
+        want_ids, want_logprobs = _greedy(alone)
+        assert want_ids == ids
+        for want_row, row in zip(want_logprobs, logprobs, strict=True):  # measured: <= 2e-3
+            assert want_row == pytest.approx(row, abs=1e-2)
+    assert got1[0] != got2[0]  # the two adapters really differ
 
 
 def test_the_embedded_policy_samples_the_base_alone_after_adapters_were_loaded_into_it(
