@@ -1,5 +1,6 @@
 """Evaluation contexts over the embedded model share the process-wide base copy (issue 23) and
-sample exactly what a fresh copy with the adapter sampled (tiny model standing in for it)."""
+are the same model as a fresh copy with the adapter: the same greedy tokens, log-probs to 1e-2
+(tiny model standing in for it)."""
 
 from __future__ import annotations
 
