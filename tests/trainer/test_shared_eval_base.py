@@ -23,15 +23,14 @@ def _adapter(base: Path, out: Path, seed: int) -> Path:
     return out
 
 
-def _sample(policy: TransformersPolicy) -> list[list[int]]:
-    msgs = [[{"role": "user", "content": f"Say something about {w}."}] for w in ("cats", "tea")]
-    return [g.completion_token_ids for g in policy.generate(msgs, [[], []])]
-
-
-def _greedy(policy: TransformersPolicy) -> tuple[list[list[int]], list[list[float]]]:
+def _generate(policy: TransformersPolicy) -> tuple[list[list[int]], list[list[float]]]:
     msgs = [[{"role": "user", "content": f"Say something about {w}."}] for w in ("cats", "tea")]
     gens = policy.generate(msgs, [[], []])
     return [g.completion_token_ids for g in gens], [g.completion_logprobs for g in gens]
+
+
+def _sample(policy: TransformersPolicy) -> list[list[int]]:
+    return _generate(policy)[0]  # the token ids, at whatever temperature the policy samples
 
 
 def test_two_adapters_over_the_embedded_base_share_it_and_sample_as_fresh_copies(
@@ -52,12 +51,12 @@ def test_two_adapters_over_the_embedded_base_share_it_and_sample_as_fresh_copies
     ctx2 = TrainingContext.from_adapter(a2, max_new_tokens=6, temperature=0.0, seed=3)
     assert ctx1.model.get_base_model() is ctx2.model.get_base_model() is shared[0]
     assert ctx1.adapter_name and ctx2.adapter_name and ctx1.adapter_name != ctx2.adapter_name
-    got1, got2 = _greedy(ctx1.policy("p1")), _greedy(ctx2.policy("p2"))
+    got1, got2 = _generate(ctx1.policy("p1")), _generate(ctx2.policy("p2"))
     for adapter, (ids, logprobs) in ((a1, got1), (a2, got2)):  # the same model as before sharing
         fresh, tok = rg_model.load_causal_lm(str(base))
         own = PeftModel.from_pretrained(fresh, str(adapter)).eval()
         alone = TransformersPolicy(own, tok, max_new_tokens=6, temperature=0.0, seed=3)
-        want_ids, want_logprobs = _greedy(alone)
+        want_ids, want_logprobs = _generate(alone)
         assert want_ids == ids
         for want_row, row in zip(want_logprobs, logprobs, strict=True):  # measured: <= 2e-3
             assert want_row == pytest.approx(row, abs=1e-2)
