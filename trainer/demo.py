@@ -245,6 +245,7 @@ def monitor_fields(mon: dict[str, Any] | None) -> dict[str, Any]:
         "judge_monitor_groups": mon.get("groups"),
         "judge_tied_shorter": mon.get("tied_shorter"),
         "judge_monitor_tied_pairs": mon.get("tied_pairs"),
+        "judge_below_chance": mon.get("below_chance"),
     }
 
 
@@ -272,6 +273,11 @@ def monitor_sentence(mon: dict[str, Any] | None) -> str:
             f"; of {mon['tied_pairs']} pairs the verifier ties it preferred the shorter "
             f"{tied:.2f} (0.5 = no length lean)"
             if tied is not None
+            else ""
+        )
+        + (
+            ". BELOW CHANCE: the judge's share of the reward pushed the policy against the verifier"
+            if mon.get("below_chance")
             else ""
         )
     )

@@ -32,6 +32,12 @@ than that, which is why both ``min_*`` floors exist. The guard never stops a run
 *little* evidence, and it says nothing about a judge that agrees with a verifier the policy
 has learnt to game.
 
+**Below chance in a blend.** With the guard off (a blended reward under ``auto``, or ``guard =
+"off"``) the same test still runs every step: when it holds, the step warns that the judge's
+share of the reward pushes against the verifier, and is flagged (``judge_below_chance`` in
+``StepMetrics``, ``JUDGE BELOW CHANCE`` on the step line, ``below_chance`` in the summary). The
+run goes on: the verifier's share may still carry it, as it did in the demo.
+
 **No-signal refusal.** A step whose groups (those with a verifier) all have constant verifier
 rewards, trained on a reward that uses the judge, and whose judge *failed* its preflight
 judge-check (tau CI not above 0), would move the policy on judge noise alone. By default
@@ -299,6 +305,8 @@ class MonitorStep:
     guard_on: bool
     stop: str | None = None
     """The guard's message when it stops the run, else None."""
+    below: str | None = None
+    """With the guard off: where the agreement was shown below chance and its numbers, else None."""
     tied: tuple[int, float | None] = (0, None)
     tied_run: tuple[int, float | None] = (0, None)
     """:func:`tied_shorter` of this step's groups and over the run."""
@@ -318,6 +326,7 @@ class MonitorStep:
             out[f"monitor_tied_pairs{suffix}"] = n
             out[f"judge_tied_shorter{suffix}"] = rate
         out["guard_stopped"] = self.stop is not None
+        out["judge_below_chance"] = self.below is not None
         return out
 
 
@@ -365,35 +374,47 @@ class JudgeMonitor:
         now = agreement(new, s.resamples, seed)
         running = agreement(self.units, s.resamples, seed)
         recent = agreement([u for u in self.units if u.step > step - s.window], s.resamples, seed)
-        stop = None
-        if self.guard_on:
-            for scope, a in (
-                ("over the run", running),
-                (f"over the last {s.window} steps", recent),
-            ):
-                if _shown_below_chance(a, s.min_pairs, s.min_groups):
-                    truth = "the verifier" + (
-                        " and people's rankings" if a.sources.get("human") else ""
-                    )
-                    stop = (
-                        f"judge guard: step {step + 1}: the judge's agreement with {truth} "
-                        f"{scope} is no better than chance ({a.describe()}; a 95% CI upper bound "
-                        f"<= {CHANCE}), so a judge-only reward would train on noise or against "
-                        "the task. The run stopped before this step's update (the adapter of "
-                        "the last step is kept). Options: a stronger judge.model, or one trained "
-                        "on this policy's groups (rankgym judge-train); reward.kind = "
-                        '"judge+verifiable"; or [monitor] guard = "off" and --resume to train '
-                        "anyway"
-                    )
-                    break
+        stop = below = None
+        for scope, a in (("over the run", running), (f"over the last {s.window} steps", recent)):
+            if not _shown_below_chance(a, s.min_pairs, s.min_groups):
+                continue
+            truth = "the verifier" + (" and people's rankings" if a.sources.get("human") else "")
+            below = f"with {truth} {scope} is below chance ({a.describe()}; a 95% CI upper bound <= {CHANCE})"  # fmt: skip
+            if self.guard_on:
+                stop = (
+                    f"judge guard: step {step + 1}: the judge's agreement with {truth} "
+                    f"{scope} is no better than chance ({a.describe()}; a 95% CI upper bound "
+                    f"<= {CHANCE}), so a judge-only reward would train on noise or against "
+                    "the task. The run stopped before this step's update (the adapter of "
+                    "the last step is kept). Options: a stronger judge.model, or one trained "
+                    "on this policy's groups (rankgym judge-train); reward.kind = "
+                    '"judge+verifiable"; or [monitor] guard = "off" and --resume to train '
+                    "anyway"
+                )
+                below = None
+            break
         tied = tied_shorter([u for u in self.tied if u.step == step])
-        return MonitorStep(step, now, running, recent, self.guard_on, stop, tied, tied_shorter(self.tied))  # fmt: skip
+        return MonitorStep(step, now, running, recent, self.guard_on, stop, below, tied, tied_shorter(self.tied))  # fmt: skip
 
     def summary(self) -> dict[str, Any]:
         """The run-wide numbers (``rankgym train``'s summary, ``rankgym demo --json``)."""
         a = agreement(self.units, self.settings.resamples, self.seed)
         n, rate = tied_shorter(self.tied)
-        return {**a.to_dict(), "tied_pairs": n, "tied_shorter": rate, "guard": self.guard_on}
+        low = _shown_below_chance(a, self.settings.min_pairs, self.settings.min_groups)
+        return {**a.to_dict(), "tied_pairs": n, "tied_shorter": rate, "guard": self.guard_on,
+                "below_chance": low}  # fmt: skip
+
+
+def below_chance_warning(step: int, below: str, reward_kind: str) -> str:
+    """The warning of a step whose judge is shown below chance while the guard is off."""
+    return (
+        f"warning: judge monitor: step {step + 1}: the judge's agreement {below}: its share of "
+        f"the reward (reward.kind = {reward_kind!r}) pushes the policy against the verifier. "
+        "The run goes on (the guard stops judge-only runs). Options: a judge trained on this "
+        "policy's groups ([judge_train] or rankgym judge-train), a larger "
+        'reward.verifiable_weight, [monitor] guard = "on" to stop here, or reward.kind = '
+        '"verifiable"'
+    )
 
 
 def rankings_of(store: Any, groups: Sequence[Group]) -> dict[str, list[dict[str, float]]]:
@@ -435,6 +456,8 @@ def watch_step(
             if trainer.dist.main:
                 trainer.store.log_step(trainer.run_id, step, row)
             raise JudgeGuardStop(mon.stop, {"step": step, **row})
+        if mon.below:
+            trainer.echo(below_chance_warning(step, mon.below, cfg.reward.kind))
     constant = verifier_constant(groups)
     out["no_verifier_signal"] = constant
     report = trainer.judge_check

@@ -373,6 +373,7 @@ def step_line(m: StepMetrics, k: int, steps: int) -> str:
         f"  zero-var {m.zero_variance_groups}/{m.groups}"
         + (f"  hack-penalized {m.hack_penalized}" if m.hack_penalized else "")
         + monitor_line(m)
+        + ("  JUDGE BELOW CHANCE" if m.judge_below_chance else "")
         + ("  NO VERIFIER SIGNAL (forced)" if m.forced_no_signal else "")
         + ("  NO VERIFIER SIGNAL (skipped)" if m.skipped_no_signal else "")
         + f"  {m.time_step_s or 0:.0f}s (rollout {m.time_rollout_s or 0:.0f}s,"
@@ -419,6 +420,7 @@ def history_summary(history: list[StepMetrics]) -> dict[str, Any]:
         "hack_penalized": sum(int(m.hack_penalized or 0) for m in history),
         "forced_no_signal_steps": sum(bool(m.forced_no_signal) for m in history),
         "skipped_no_signal_steps": sum(bool(m.skipped_no_signal) for m in history),
+        "judge_below_chance_steps": sum(bool(m.judge_below_chance) for m in history),
         "reward_per_step": [
             {
                 "reward_mean": m.reward_mean,

@@ -203,6 +203,13 @@ if monitor:
             "verifier was shown to be no better than chance (see guard_stop.json in the run's "
             "output dir)."
         )
+    if "judge_below_chance" in logged.columns and logged["judge_below_chance"].fillna(0).any():
+        steps = [int(i) for i in logged.index[logged["judge_below_chance"].fillna(0) > 0]]
+        st.warning(
+            f"The judge was shown to agree with the verifier below chance at step(s) "
+            f"{', '.join(map(str, steps))}: with a blended reward its share pushed the policy "
+            "against the verifier (the guard stops only judge-only runs)."
+        )
     left, right = st.columns(2)
     with left:
         if "pairwise" in monitor:

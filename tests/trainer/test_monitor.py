@@ -191,7 +191,17 @@ def test_agreement_has_bootstrap_cis_over_groups_and_the_guard_rule_needs_enough
     res = mon.observe(1, [_group([1.0, 0.0, 0.0], [0.1, 0.9, 0.8], "a5")], {})
     assert res.stop and "no better than chance" in res.stop and "pairwise 0.00" in res.stop
     off = JudgeMonitor(settings, "judge+verifiable")  # guard "auto": off for a blended reward
-    assert off.observe(0, anti + anti, {}).stop is None and not off.guard_on
+    blend = off.observe(0, [*anti, _group([1.0, 0.0, 0.0], [0.1, 0.9, 0.8], "a5")], {})
+    assert blend.stop is None and not off.guard_on
+    # ... but the same test still runs: the step is flagged below chance, and the summary says so
+    assert blend.below and "below chance" in blend.below and "pairwise 0.00" in blend.below
+    assert blend.metrics()["judge_below_chance"] and off.summary()["below_chance"] is True
+    assert res.below is None and not res.metrics()["judge_below_chance"]  # the guard spoke instead
+    fine = JudgeMonitor(settings, "judge+verifiable")
+    step = fine.observe(
+        0, [_group([1.0, 0.0, 0.0], [0.9, 0.1, 0.2], f"f{i}") for i in range(6)], {}
+    )
+    assert step.below is None and fine.summary()["below_chance"] is False
 
 
 def test_verifier_constant_and_a_failed_check_are_read_as_the_refusal_needs():
@@ -230,6 +240,25 @@ def test_a_judge_that_turns_anti_correlated_mid_run_is_stopped_by_the_guard(
     assert rows[1]["judge_pairwise"] == 1.0 and not rows[1]["guard_stopped"]  # not stopped early
     assert "loss" not in rows[stopped] and rows[stopped]["judge_pairwise"] == 0.0
     assert rows[stopped]["judge_pairwise_run"] < rows[0]["judge_pairwise_run"]
+
+
+def test_an_anti_correlated_judge_in_a_blend_is_warned_about_and_flagged_not_stopped(tiny, fake, tmp_path):  # fmt: skip
+    fake.script = [mark_judge(anti_after=0)]  # inverted from the first call
+    said: list[str] = []
+    raw = _raw(tiny, tmp_path / "run", steps=2, reward={"kind": "judge+verifiable"})
+    summary = Trainer(validate_config(raw, TrainConfig), progress=False, echo=said.append).run()
+    assert summary["steps_run"] == 2 and summary["judge_below_chance_steps"] == 2
+    assert summary["monitor"]["guard"] is False and summary["monitor"]["below_chance"] is True
+    warned = [line for line in said if line.startswith("warning: judge monitor: step")]
+    assert len(warned) == 2 and "below chance" in warned[0] and "'judge+verifiable'" in warned[0]
+    assert "reward.verifiable_weight" in warned[0]  # the way out is named
+    assert sum("JUDGE BELOW CHANCE" in line for line in said) == 2  # on each step line
+    assert "BELOW CHANCE: the judge's share" in monitor_sentence(summary["monitor"])
+    assert monitor_fields(summary["monitor"])["judge_below_chance"] is True
+    with Store(tmp_path / "run" / "store.db", readonly=True) as s:
+        rows = [r["metrics"] for r in s.steps(summary["run_id"])]
+    assert [r["judge_below_chance"] for r in rows] == [True, True]
+    assert all(r["trained_trajectories"] > 0 for r in rows)  # trained on: the run went on
 
 
 def test_a_good_judge_is_not_stopped_and_the_envs_tools_reach_its_prompt(tiny, fake, tmp_path):
@@ -309,7 +338,9 @@ def test_a_step_without_verifier_signal_and_a_failed_judge_is_refused_or_forced(
         Trainer(validate_config(raw, TrainConfig), progress=False).run()
 
 
-def test_the_runs_page_shows_the_monitor_curves_and_a_guard_stop(tmp_path, monkeypatch):
+def test_the_runs_page_shows_the_monitor_curves_a_guard_stop_and_a_judge_below_chance(
+    tmp_path, monkeypatch
+):
     from streamlit.testing.v1 import AppTest
 
     path = tmp_path / "s.db"
@@ -321,7 +352,7 @@ def test_the_runs_page_shows_the_monitor_curves_and_a_guard_stop(tmp_path, monke
             row = {"reward_mean": 0.5, "judge_pairwise": 1.0 - 0.5 * step, "judge_pairwise_run": 0.9,
                    "judge_pairwise_run_low": 0.2, "judge_pairwise_run_high": 0.95,
                    "judge_tau_run": 0.3, "judge_top_fail_rate": 0.0, "monitor_pairs_run": 10 * (step + 1),
-                   "guard_stopped": step == 2}  # fmt: skip
+                   "guard_stopped": step == 2, "judge_below_chance": step == 1}  # fmt: skip
             s.log_step("t", step, row)
     monkeypatch.setenv("RANKGYM_STORE", str(path))
     app = Path(__file__).resolve().parents[2] / "dashboard" / "app.py"
@@ -330,6 +361,7 @@ def test_the_runs_page_shows_the_monitor_curves_and_a_guard_stop(tmp_path, monke
     assert not at.exception, [e.value for e in at.exception]
     assert any(h.value == "Judge monitor" for h in at.subheader)
     assert any("judge guard stopped this run at step 2" in e.value for e in at.error)
+    assert any("below chance at step(s) 1:" in w.value for w in at.warning)
     assert any("(30 pairs so far)" in c.value for c in at.caption)
 
 
