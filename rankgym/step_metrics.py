@@ -114,7 +114,8 @@ class StepMetrics:
     """True on the step where the judge guard stopped the run (no update was made)."""
     judge_below_chance: bool | None = None
     """True when, with the guard off (a blend), the judge's agreement with the verifier was shown
-    below chance at this step: its share of the reward pushed against the verifier (warned)."""
+    no better than chance at this step (the guard's test): its share of the reward was noise or
+    worse (warned; the step was trained on)."""
     no_verifier_signal: bool | None = None
     """True when every group with a verifier had constant verifier rewards."""
     forced_no_signal: bool | None = None

@@ -276,7 +276,7 @@ def monitor_sentence(mon: dict[str, Any] | None) -> str:
             else ""
         )
         + (
-            ". BELOW CHANCE: the judge's share of the reward pushed the policy against the verifier"
+            ". BELOW CHANCE: the judge's share of the reward was noise or worse (CI upper <= 0.5)"
             if mon.get("below_chance")
             else ""
         )

@@ -34,7 +34,7 @@ has learnt to game.
 
 **Below chance in a blend.** With the guard off (a blended reward under ``auto``, or ``guard =
 "off"``) the same test still runs every step: when it holds, the step warns that the judge's
-share of the reward pushes against the verifier, and is flagged (``judge_below_chance`` in
+share of the reward is noise or pushes against the verifier, and is flagged (``judge_below_chance`` in
 ``StepMetrics``, ``JUDGE BELOW CHANCE`` on the step line, ``below_chance`` in the summary). The
 run goes on: the verifier's share may still carry it, as it did in the demo.
 
@@ -379,7 +379,7 @@ class JudgeMonitor:
             if not _shown_below_chance(a, s.min_pairs, s.min_groups):
                 continue
             truth = "the verifier" + (" and people's rankings" if a.sources.get("human") else "")
-            below = f"with {truth} {scope} is below chance ({a.describe()}; a 95% CI upper bound <= {CHANCE})"  # fmt: skip
+            below = f"with {truth} {scope} is no better than chance ({a.describe()}; a 95% CI upper bound <= {CHANCE})"  # fmt: skip
             if self.guard_on:
                 stop = (
                     f"judge guard: step {step + 1}: the judge's agreement with {truth} "
@@ -409,7 +409,8 @@ def below_chance_warning(step: int, below: str, reward_kind: str) -> str:
     """The warning of a step whose judge is shown below chance while the guard is off."""
     return (
         f"warning: judge monitor: step {step + 1}: the judge's agreement {below}: its share of "
-        f"the reward (reward.kind = {reward_kind!r}) pushes the policy against the verifier. "
+        f"the reward (reward.kind = {reward_kind!r}) is noise, or pushes the policy against the "
+        "verifier. "
         "The run goes on (the guard stops judge-only runs). Options: a judge trained on this "
         "policy's groups ([judge_train] or rankgym judge-train), a larger "
         'reward.verifiable_weight, [monitor] guard = "on" to stop here, or reward.kind = '

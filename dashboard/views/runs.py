@@ -206,9 +206,9 @@ if monitor:
     if "judge_below_chance" in logged.columns and logged["judge_below_chance"].fillna(0).any():
         steps = [int(i) for i in logged.index[logged["judge_below_chance"].fillna(0) > 0]]
         st.warning(
-            f"The judge was shown to agree with the verifier below chance at step(s) "
-            f"{', '.join(map(str, steps))}: with a blended reward its share pushed the policy "
-            "against the verifier (the guard stops only judge-only runs)."
+            f"The judge's agreement with the verifier was shown no better than chance at step(s) "
+            f"{', '.join(map(str, steps))}: with a blended reward its share was noise or worse "
+            "(the guard stops only judge-only runs)."
         )
     left, right = st.columns(2)
     with left:

@@ -194,7 +194,7 @@ def test_agreement_has_bootstrap_cis_over_groups_and_the_guard_rule_needs_enough
     blend = off.observe(0, [*anti, _group([1.0, 0.0, 0.0], [0.1, 0.9, 0.8], "a5")], {})
     assert blend.stop is None and not off.guard_on
     # ... but the same test still runs: the step is flagged below chance, and the summary says so
-    assert blend.below and "below chance" in blend.below and "pairwise 0.00" in blend.below
+    assert blend.below and "no better than chance" in blend.below and "pairwise 0.00" in blend.below
     assert blend.metrics()["judge_below_chance"] and off.summary()["below_chance"] is True
     assert res.below is None and not res.metrics()["judge_below_chance"]  # the guard spoke instead
     fine = JudgeMonitor(settings, "judge+verifiable")
@@ -250,10 +250,16 @@ def test_an_anti_correlated_judge_in_a_blend_is_warned_about_and_flagged_not_sto
     assert summary["steps_run"] == 2 and summary["judge_below_chance_steps"] == 2
     assert summary["monitor"]["guard"] is False and summary["monitor"]["below_chance"] is True
     warned = [line for line in said if line.startswith("warning: judge monitor: step")]
-    assert len(warned) == 2 and "below chance" in warned[0] and "'judge+verifiable'" in warned[0]
+    assert (
+        len(warned) == 2
+        and "no better than chance" in warned[0]
+        and "'judge+verifiable'" in warned[0]
+    )
     assert "reward.verifiable_weight" in warned[0]  # the way out is named
     assert sum("JUDGE BELOW CHANCE" in line for line in said) == 2  # on each step line
-    assert "BELOW CHANCE: the judge's share" in monitor_sentence(summary["monitor"])
+    assert "BELOW CHANCE: the judge's share of the reward was noise" in monitor_sentence(
+        summary["monitor"]
+    )
     assert monitor_fields(summary["monitor"])["judge_below_chance"] is True
     with Store(tmp_path / "run" / "store.db", readonly=True) as s:
         rows = [r["metrics"] for r in s.steps(summary["run_id"])]
@@ -361,7 +367,7 @@ def test_the_runs_page_shows_the_monitor_curves_a_guard_stop_and_a_judge_below_c
     assert not at.exception, [e.value for e in at.exception]
     assert any(h.value == "Judge monitor" for h in at.subheader)
     assert any("judge guard stopped this run at step 2" in e.value for e in at.error)
-    assert any("below chance at step(s) 1:" in w.value for w in at.warning)
+    assert any("no better than chance at step(s) 1:" in w.value for w in at.warning)
     assert any("(30 pairs so far)" in c.value for c in at.caption)
 
 
