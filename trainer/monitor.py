@@ -382,14 +382,12 @@ class JudgeMonitor:
             below = f"with {truth} {scope} is no better than chance ({a.describe()}; a 95% CI upper bound <= {CHANCE})"  # fmt: skip
             if self.guard_on:
                 stop = (
-                    f"judge guard: step {step + 1}: the judge's agreement with {truth} "
-                    f"{scope} is no better than chance ({a.describe()}; a 95% CI upper bound "
-                    f"<= {CHANCE}), so a judge-only reward would train on noise or against "
-                    "the task. The run stopped before this step's update (the adapter of "
-                    "the last step is kept). Options: a stronger judge.model, or one trained "
-                    "on this policy's groups (rankgym judge-train); reward.kind = "
-                    '"judge+verifiable"; or [monitor] guard = "off" and --resume to train '
-                    "anyway"
+                    f"judge guard: step {step + 1}: the judge's agreement {below}, so a "
+                    "judge-only reward would train on noise or against the task. The run "
+                    "stopped before this step's update (the adapter of the last step is kept). "
+                    "Options: a stronger judge.model, or one trained on this policy's groups "
+                    '(rankgym judge-train); reward.kind = "judge+verifiable"; or [monitor] '
+                    'guard = "off" and --resume to train anyway'
                 )
                 below = None
             break
