@@ -34,9 +34,10 @@ has learnt to game.
 
 **Below chance in a blend.** With the guard off (a blended reward under ``auto``, or ``guard =
 "off"``) the same test still runs every step: when it holds, the step warns that the judge's
-share of the reward is noise or pushes against the verifier, and is flagged (``judge_below_chance`` in
-``StepMetrics``, ``JUDGE BELOW CHANCE`` on the step line, ``below_chance`` in the summary). The
-run goes on: the verifier's share may still carry it, as it did in the demo.
+share of the reward is noise or pushes against the verifier, and is flagged
+(``judge_below_chance`` in ``StepMetrics``, ``JUDGE BELOW CHANCE`` on the step line,
+``below_chance`` in the summary). The run goes on: the verifier's share may still carry it, as
+it did in the demo.
 
 **No-signal refusal.** A step whose groups (those with a verifier) all have constant verifier
 rewards, trained on a reward that uses the judge, and whose judge *failed* its preflight
@@ -379,17 +380,18 @@ class JudgeMonitor:
             if not _shown_below_chance(a, s.min_pairs, s.min_groups):
                 continue
             truth = "the verifier" + (" and people's rankings" if a.sources.get("human") else "")
-            below = f"with {truth} {scope} is no better than chance ({a.describe()}; a 95% CI upper bound <= {CHANCE})"  # fmt: skip
-            if self.guard_on:
+            shown = f"with {truth} {scope} is no better than chance ({a.describe()}; a 95% CI upper bound <= {CHANCE})"  # fmt: skip
+            if not self.guard_on:
+                below = shown
+            else:
                 stop = (
-                    f"judge guard: step {step + 1}: the judge's agreement {below}, so a "
+                    f"judge guard: step {step + 1}: the judge's agreement {shown}, so a "
                     "judge-only reward would train on noise or against the task. The run "
                     "stopped before this step's update (the adapter of the last step is kept). "
                     "Options: a stronger judge.model, or one trained on this policy's groups "
                     '(rankgym judge-train); reward.kind = "judge+verifiable"; or [monitor] '
                     'guard = "off" and --resume to train anyway'
                 )
-                below = None
             break
         tied = tied_shorter([u for u in self.tied if u.step == step])
         return MonitorStep(step, now, running, recent, self.guard_on, stop, below, tied, tied_shorter(self.tied))  # fmt: skip
