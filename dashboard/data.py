@@ -201,7 +201,7 @@ def monitor_columns() -> set[str]:
     """Every logged column the monitor charts show (and the ``monitor_*`` counts)."""
     named = {c for names in MONITOR_CHARTS.values() for c in names}
     return named | {"monitor_groups", "monitor_pairs", "monitor_groups_run", "monitor_pairs_run",
-                    "guard_stopped", "judge_below_chance"}  # fmt: skip
+                    "guard_stopped", "judge_below_chance", "judge_dropped"}  # fmt: skip
 
 
 def compute_store_curves(s: Store, run_id: str) -> dict[str, pd.DataFrame]:

@@ -116,6 +116,9 @@ class StepMetrics:
     """True when, with the guard off (a blend), the judge's agreement with the verifier was shown
     no better than chance at this step (the guard's test): its share of the reward was noise or
     worse (warned; the step was trained on)."""
+    judge_dropped: bool | None = None
+    """True from the step where ``[monitor] below_chance = "drop"`` took the judge out of a
+    blended reward on: that step and every later one trained on the verifier alone."""
     no_verifier_signal: bool | None = None
     """True when every group with a verifier had constant verifier rewards."""
     forced_no_signal: bool | None = None

@@ -226,6 +226,11 @@ class MonitorSection(_Section):
     """The guard also looks at the last ``window`` steps alone (a judge that turns mid-run)."""
     resamples: int = Field(1000, ge=100, le=100_000)
     """Bootstrap resamples of each CI."""
+    below_chance: Literal["warn", "drop"] = "warn"
+    """With the guard off, a step where the judge's agreement is shown no better than chance (the
+    guard's test): ``warn`` and train on the reward as configured, or ``drop`` the judge from a
+    blended reward (``judge+verifiable``) for the rest of the run: from that step on GRPO trains
+    on the verifier alone, while the judge still runs and the monitor keeps watching it."""
     no_signal: Literal["stop", "skip", "train"] = "stop"
     """A step whose groups all have constant verifier rewards, on a reward that uses a judge that
     failed its check: ``stop`` the run with the reason, ``skip`` its update (flagged, the run

@@ -7,7 +7,9 @@
 2. **GRPO** from that adapter on the same hard tasks (train split), whose answers the model
    cannot know or guess without its tools: each step one task per family (``stratify``), 6
    episodes each at the evaluation's temperature, judged by the embedded judge
-   (``local/smollm2-yesno``, ``--judge`` to change it) and rewarded ``judge+verifiable`` by default (verifier weight 0.8).
+   (``local/smollm2-yesno``, ``--judge`` to change it) and rewarded ``judge+verifiable`` by default (verifier weight 0.8);
+   once the monitor shows that judge below chance on the policy's own groups, it is dropped
+   from the reward and the verifier alone trains the rest of the run (``below_chance = "drop"``).
 3. **Held-out evaluation** on the test split of those hard tasks: base model, SFT-only adapter
    and SFT+GRPO adapter on the same seeded episodes, success rates with Wilson intervals,
    paired bootstrap differences, and how the trained policy used its tools.
@@ -132,8 +134,9 @@ def _demo_config(
         },
         "eval": {"split": "test", "tasks": 18, "samples": 5, "temperature": 0.7},
         # a step with no verifier signal and a judge that failed its check: flagged, not
-        # trained on, and the demo goes on (`rankgym train` stops; --force trains)
-        "monitor": {"no_signal": "skip"},
+        # trained on, and the demo goes on (`rankgym train` stops; --force trains); a judge
+        # shown below chance on this policy's groups leaves the blend (the verifier alone)
+        "monitor": {"no_signal": "skip", "below_chance": "drop"},
     }
 
 
@@ -246,6 +249,7 @@ def monitor_fields(mon: dict[str, Any] | None) -> dict[str, Any]:
         "judge_tied_shorter": mon.get("tied_shorter"),
         "judge_monitor_tied_pairs": mon.get("tied_pairs"),
         "judge_below_chance": mon.get("below_chance"),
+        "judge_dropped_at_step": mon.get("dropped_at_step"),
     }
 
 
@@ -278,6 +282,12 @@ def monitor_sentence(mon: dict[str, Any] | None) -> str:
         + (
             ". BELOW CHANCE: the judge's share of the reward was noise or worse (CI upper <= 0.5)"
             if mon.get("below_chance")
+            else ""
+        )
+        + (
+            f"; dropped from the reward at step {mon['dropped_at_step']} (the verifier alone "
+            "from there)"
+            if mon.get("dropped_at_step")
             else ""
         )
     )
@@ -408,7 +418,9 @@ def _demo_run(args: argparse.Namespace) -> dict[str, Any]:
     if not args.json:
         print(monitor_sentence(summary.get("monitor")))
         _print(flat)
-        print(f"GRPO reward: {reward} (judge: {judge})")
+        dropped = (summary.get("monitor") or {}).get("dropped_at_step")
+        after = f"; judge dropped at step {dropped}, verifier alone after" if dropped else ""
+        print(f"GRPO reward: {reward} (judge: {judge}{after})")
         print(f"adapters: SFT {out_summary['sft_adapter']}  SFT+GRPO {out_summary['adapter']}")
         print(f"wall time: {out_summary['wall_s'] / 60:.1f} min")
         print("open the dashboard on the store this run wrote:")

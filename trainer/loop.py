@@ -12,9 +12,10 @@ One step ``k`` (0-based):
 3. **store**: groups, trajectories and judgements go to the SQLite store; a step manifest
    (``<out>/steps/step-00000k.json``, written atomically) records the step's group ids in order.
    A resumed run reuses a step whose manifest exists instead of rolling it out again.
-4. **update**: rewards (``rewards.step_rewards``: blend + hack penalty) -> group advantages ->
-   the judge monitor, its guard and the no-signal refusal (``monitor.watch_step``: may stop
-   the run before the update) -> one GRPO update (``grpo.py``).
+4. **update**: the judge monitor and its guard (``monitor.watch_judge``: may stop the run, or
+   drop a judge shown below chance from a blend) -> rewards (``rewards.step_rewards``: blend +
+   hack penalty) -> group advantages -> the no-signal refusal (``no_signal.watch_signal``: may
+   stop the run or skip the update) -> one GRPO update (``grpo.py``).
 5. **checkpoint**: adapter + optimizer + scheduler + RNG state, atomically; then
    ``store.log_step`` with the step's metrics (``rewards.step_metrics``).
 
@@ -65,7 +66,9 @@ from rankgym.trainer.grpo import (
     grpo_update,
     trajectory_rows,
 )
-from rankgym.trainer.monitor import JudgeGuardStop, JudgeMonitor, watch_step
+from rankgym.trainer.monitor import JudgeGuardStop, JudgeMonitor
+from rankgym.trainer.monitor_step import start_monitor, watch_judge
+from rankgym.trainer.no_signal import watch_signal
 from rankgym.trainer.preflight import judge_preflight
 from rankgym.trainer.records import EvalResult, StepTiming
 from rankgym.trainer.rewards import (
@@ -237,13 +240,7 @@ class Trainer:
         if self.resume:
             self._load_latest()
         if self.spec is not None:  # the judge is watched on every step's groups
-            from rankgym.trainer.monitor import restore
-            from rankgym.trainer.step_data import stored_manifests
-
-            self.monitor = JudgeMonitor(  # self.cfg: [judge_train] may have set the reward
-                cfg.monitor, self.cfg.reward.kind, self.success_threshold, cfg.seed
-            )
-            restore(self.monitor, self.store, stored_manifests(self.out, self.start_step))
+            self.monitor = start_monitor(self)
         self.policy = self.ctx.policy(self.policy_name(self.start_step))
         if cfg.vllm is not None and self.dist.main:  # rollouts through vLLM, one adapter a step
             self.sync = start_for(self.ctx, cfg.vllm, run_id=self.run_id, out_dir=self.out,
@@ -312,9 +309,10 @@ class Trainer:
         cfg = self.cfg
         t_step = time.perf_counter()
         groups, timing = self._rollout_and_judge(step)
+        watched = watch_judge(self, step, groups)  # may stop the run or drop the judge
         sr = self.reward.score(groups)
         adv = group_advantages(sr.rewards, cfg.reward.scale_rewards)
-        watched = watch_step(self, step, groups, adv.values)  # may stop the run (monitor.py)
+        watched |= watch_signal(self, step, groups, adv.values)  # may stop or skip (no_signal.py)
         skipped = bool(watched.get("skipped_no_signal"))  # judge noise only: no update at all
         samples = [
             Sample(trajectory_rows(t.turns), a)
@@ -358,7 +356,7 @@ class Trainer:
         if self.sync is not None:
             metrics = replace(metrics, extra=dict(self.sync.last))
         metrics = replace(metrics, **watched)
-        if metrics.no_signal and not skipped:  # a skipped step was announced by watch_step
+        if metrics.no_signal and not skipped:  # a skipped step was announced by watch_signal
             self.echo(
                 f"step {step}: no signal ({adv.zero_variance_groups}/{len(groups)} groups had "
                 "equal rewards); no optimizer step"

@@ -36,10 +36,14 @@ has learnt to game.
 "off"``) the same test still runs every step: when it holds, the step warns that the judge's
 share of the reward is noise or pushes against the verifier, and is flagged
 (``judge_below_chance`` in ``StepMetrics``, ``JUDGE BELOW CHANCE`` on the step line,
-``below_chance`` in the summary). The run goes on: the verifier's share may still carry it, as
-it did in the demo.
+``below_chance`` in the summary). The run goes on. With ``[monitor] below_chance = "drop"``
+(``rankgym demo``) the first such step instead takes the judge out of the reward
+(``Reward.without_judge``: a blend becomes the verifier alone) for that step and the rest of
+the run, flagged ``judge_dropped``; the judge keeps judging, so the monitor keeps reporting.
 
-**No-signal refusal.** A step whose groups (those with a verifier) all have constant verifier
+What the trainer does with it each step (warn, stop, drop, resume) is ``monitor_step.py``.
+
+**No-signal refusal** (``no_signal.py``, after the step is scored). A step whose groups (those with a verifier) all have constant verifier
 rewards, trained on a reward that uses the judge, and whose judge *failed* its preflight
 judge-check (tau CI not above 0), would move the policy on judge noise alone. By default
 (``monitor.no_signal = "stop"``) it is refused with :class:`NoSignalStep` (a one-line error
@@ -67,7 +71,6 @@ from rankgym.trainer.no_signal import (  # re-exported: one import path for the 
     NoSignalStep,
     check_failed,
     no_signal_message,
-    trains,
     verifier_constant,
 )
 from rankgym.trainer.rewards import reward_class
@@ -75,7 +78,6 @@ from rankgym.types import SCORE_TIE, Group
 
 if TYPE_CHECKING:
     from rankgym.trainer.config import MonitorSection
-    from rankgym.trainer.loop import Trainer
 
 __all__ = [
     "CHANCE",
@@ -93,7 +95,6 @@ __all__ = [
     "tied_unit",
     "no_signal_message",
     "verifier_constant",
-    "watch_step",
 ]
 
 CHANCE = 0.5
@@ -349,6 +350,8 @@ class JudgeMonitor:
         )
         self.units: list[GroupUnit] = []
         self.tied: list[TiedUnit] = []
+        self.dropped_at: int | None = None
+        """The step (1-based) at which ``below_chance = "drop"`` took the judge out, else None."""
 
     def add(
         self, step: int, groups: Sequence[Group], rankings: dict[str, list[dict[str, float]]]
@@ -402,75 +405,4 @@ class JudgeMonitor:
         n, rate = tied_shorter(self.tied)
         low = _shown_below_chance(a, self.settings.min_pairs, self.settings.min_groups)
         return {**a.to_dict(), "tied_pairs": n, "tied_shorter": rate, "guard": self.guard_on,
-                "below_chance": low}  # fmt: skip
-
-
-def below_chance_warning(step: int, below: str, reward_kind: str) -> str:
-    """The warning of a step whose judge is shown below chance while the guard is off."""
-    return (
-        f"warning: judge monitor: step {step + 1}: the judge's agreement {below}: its share of "
-        f"the reward (reward.kind = {reward_kind!r}) is noise, or pushes the policy against the "
-        "verifier. "
-        "The run goes on (the guard stops judge-only runs). Options: a judge trained on this "
-        "policy's groups ([judge_train] or rankgym judge-train), a larger "
-        'reward.verifiable_weight, [monitor] guard = "on" to stop here, or reward.kind = '
-        '"verifiable"'
-    )
-
-
-def rankings_of(store: Any, groups: Sequence[Group]) -> dict[str, list[dict[str, float]]]:
-    """Each group's human rankings in ``store`` (oldest first), for groups that have any."""
-    out: dict[str, list[dict[str, float]]] = {}
-    for g in groups:
-        rows = store.human_rankings(group_id=g.id)
-        if rows:
-            out[g.id] = [r["ranking"] for r in rows]
-    return out
-
-
-def restore(
-    monitor: JudgeMonitor, store: Any, manifests: Sequence[tuple[int, dict[str, Any]]]
-) -> None:
-    """Refill ``monitor`` with the steps a resumed run already did (their step manifests)."""
-    for step, saved in manifests:
-        groups = [store.get_group(gid, saved.get("spec_hash")) for gid in saved["group_ids"]]
-        monitor.add(step, groups, rankings_of(store, groups))
-
-
-def watch_step(
-    trainer: Trainer, step: int, groups: list[Group], advantages: list[list[float]]
-) -> dict[str, Any]:
-    """The monitor and guard, then the no-signal refusal, on one step's judged groups, before
-    its update; returns the ``StepMetrics`` fields they set.
-
-    Raises :class:`JudgeGuardStop` (after logging the step's monitor row) or
-    :class:`NoSignalStep` (``monitor.no_signal = "stop"`` without ``trainer.force``; else it
-    warns and flags the step: ``skipped_no_signal`` tells the loop to make no update).
-    """
-    out: dict[str, Any] = {}
-    cfg = trainer.cfg
-    if trainer.monitor is not None:
-        mon = trainer.monitor.observe(step, groups, rankings_of(trainer.store, groups))
-        out.update(mon.metrics())
-        if mon.stop:
-            row = {"policy": trainer.policy_name(step), "reward_kind": cfg.reward.kind, **out}
-            if trainer.dist.main:
-                trainer.store.log_step(trainer.run_id, step, row)
-            raise JudgeGuardStop(mon.stop, {"step": step, **row})
-        if mon.below:
-            trainer.echo(below_chance_warning(step, mon.below, cfg.reward.kind))
-    constant = verifier_constant(groups)
-    out["no_verifier_signal"] = constant
-    report = trainer.judge_check
-    if trainer.reward.needs_judge and constant and check_failed(report) and trains(advantages):
-        msg = no_signal_message(step, len(groups), report or {})
-        policy = "train" if trainer.force else cfg.monitor.no_signal
-        if policy == "stop":
-            raise NoSignalStep(msg)
-        if policy == "skip":
-            trainer.echo(f"warning: {msg} (monitor.no_signal = 'skip': no update this step)")
-            out["skipped_no_signal"] = True
-        else:
-            trainer.echo(f"warning: {msg} (--force: training anyway)")
-            out["forced_no_signal"] = True
-    return out
+                "below_chance": low, "dropped_at_step": self.dropped_at}  # fmt: skip

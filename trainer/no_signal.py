@@ -1,20 +1,31 @@
-"""The no-signal refusal's parts: is a step's verifier signal gone, did the judge fail its check,
-and what a step that would train on the judge's noise alone says (``monitor.watch_step`` decides
-with ``[monitor] no_signal``: stop, skip or train).
+"""The no-signal refusal: is a step's verifier signal gone, did the judge fail its check, what a
+step that would train on the judge's noise alone says, and :func:`watch_signal`, which decides
+with ``[monitor] no_signal``: stop, skip or train (the ``monitor.py`` docstring tells the rule).
 
-What it does not do: look at the judge's agreement on the step (the monitor does), or decide.
+What it does not do: look at the judge's agreement on the step (the monitor does, before the
+step is scored).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rankgym.errors import RankgymError
 from rankgym.types import SCORE_TIE, Group
 
-__all__ = ["NoSignalStep", "check_failed", "no_signal_message", "trains", "verifier_constant"]
+if TYPE_CHECKING:
+    from rankgym.trainer.loop import Trainer
+
+__all__ = [
+    "NoSignalStep",
+    "check_failed",
+    "no_signal_message",
+    "trains",
+    "verifier_constant",
+    "watch_signal",
+]
 
 
 class NoSignalStep(RankgymError):
@@ -74,3 +85,27 @@ def no_signal_message(step: int, n_groups: int, report: dict[str, Any]) -> str:
 def trains(advantages: Sequence[Sequence[float]]) -> bool:
     """Whether any trajectory has a non-zero advantage (an update would move the policy)."""
     return any(abs(a) > 0 for row in advantages for a in row)
+
+
+def watch_signal(
+    trainer: Trainer, step: int, groups: list[Group], advantages: list[list[float]]
+) -> dict[str, Any]:
+    """The no-signal refusal on one scored step, before its update; returns the ``StepMetrics``
+    fields it sets. Raises :class:`NoSignalStep` (``monitor.no_signal = "stop"`` without
+    ``trainer.force``); else it warns and flags the step: ``skipped_no_signal`` tells the loop
+    to make no update."""
+    constant = verifier_constant(groups)
+    out: dict[str, Any] = {"no_verifier_signal": constant}
+    report = trainer.judge_check
+    if trainer.reward.needs_judge and constant and check_failed(report) and trains(advantages):
+        msg = no_signal_message(step, len(groups), report or {})
+        policy = "train" if trainer.force else trainer.cfg.monitor.no_signal
+        if policy == "stop":
+            raise NoSignalStep(msg)
+        if policy == "skip":
+            trainer.echo(f"warning: {msg} (monitor.no_signal = 'skip': no update this step)")
+            out["skipped_no_signal"] = True
+        else:
+            trainer.echo(f"warning: {msg} (--force: training anyway)")
+            out["forced_no_signal"] = True
+    return out

@@ -50,6 +50,7 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "REWARDS",
     "BlendedReward",
+    "JudgeDroppedReward",
     "JudgeReward",
     "Reward",
     "StepMetrics",
@@ -89,6 +90,8 @@ class Reward:
     judge_only: ClassVar[bool] = False
     """The judge is the only signal: a failed judge-check stops the run (unless ``--force``) and
     ``[monitor] guard = "auto"`` is on."""
+    judge_dropped: ClassVar[bool] = False
+    """This is a blend whose judge the monitor dropped (:meth:`without_judge`'s result)."""
     judge_method: ClassVar[type[JudgeMethod]] = GroupJudge
     """The judging method (``rankgym.judges.method.JudgeMethod``) the loop judges groups with."""
 
@@ -104,6 +107,12 @@ class Reward:
     def blend(self, judge: float | None, verifiable: float | None) -> float | None:
         """Training reward of one trajectory; None (no signal) when a needed part is missing."""
         raise NotImplementedError(f"{type(self).__name__} must implement blend()")
+
+    def without_judge(self) -> Reward | None:
+        """This reward with the judge's share taken out (what ``[monitor] below_chance = "drop"``
+        trains on once the judge is shown below chance), or None when nothing would be left to
+        train on (a judge-only reward: its guard stops the run instead)."""
+        return None
 
     def score(self, groups: Sequence[Group]) -> StepRewards:
         """The training rewards of one step's (judged, when ``needs_judge``) groups."""
@@ -220,6 +229,23 @@ class BlendedReward(Reward):
         if judge is None or verifiable is None:
             return None
         return (1.0 - self.verifiable_weight) * judge + self.verifiable_weight * verifiable
+
+    def without_judge(self) -> Reward:
+        """The verifier's reward alone; the judge still runs, so the monitor keeps watching."""
+        return JudgeDroppedReward(verifiable_weight=1.0, hack_penalty=self.hack_penalty)
+
+
+class JudgeDroppedReward(Reward):
+    """A blend whose judge was dropped (``[monitor] below_chance = "drop"``): the env's
+    verifiable reward alone, while the judge still judges every step (``needs_judge``) for the
+    monitor and the store. Not a ``reward.kind`` of its own: the run's config keeps its kind."""
+
+    name = "verifiable (judge dropped)"
+    judge_dropped = True
+
+    def blend(self, judge: float | None, verifiable: float | None) -> float | None:
+        """The env's verifiable reward, whatever the judge said (None without a check)."""
+        return verifiable
 
 
 def blend_reward(
@@ -374,6 +400,7 @@ def step_line(m: StepMetrics, k: int, steps: int) -> str:
         + (f"  hack-penalized {m.hack_penalized}" if m.hack_penalized else "")
         + monitor_line(m)
         + ("  JUDGE BELOW CHANCE" if m.judge_below_chance else "")
+        + ("  JUDGE DROPPED (verifier only)" if m.judge_dropped else "")
         + ("  NO VERIFIER SIGNAL (forced)" if m.forced_no_signal else "")
         + ("  NO VERIFIER SIGNAL (skipped)" if m.skipped_no_signal else "")
         + f"  {m.time_step_s or 0:.0f}s (rollout {m.time_rollout_s or 0:.0f}s,"

@@ -210,6 +210,12 @@ if monitor:
             f"{', '.join(map(str, steps))}: with a blended reward its share was noise or worse "
             "(the guard stops only judge-only runs)."
         )
+    if "judge_dropped" in logged.columns and logged["judge_dropped"].fillna(0).any():
+        at = int(logged.index[logged["judge_dropped"].fillna(0) > 0][0])
+        st.warning(
+            f"The judge was dropped from the reward at step {at} ([monitor] below_chance = "
+            '"drop"): from there the verifier alone trained the policy; the judge kept judging.'
+        )
     left, right = st.columns(2)
     with left:
         if "pairwise" in monitor:

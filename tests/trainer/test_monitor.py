@@ -344,7 +344,7 @@ def test_a_step_without_verifier_signal_and_a_failed_judge_is_refused_or_forced(
         Trainer(validate_config(raw, TrainConfig), progress=False).run()
 
 
-def test_the_runs_page_shows_the_monitor_curves_a_guard_stop_and_a_judge_below_chance(
+def test_the_runs_page_shows_the_monitor_curves_a_guard_stop_a_judge_below_chance_and_dropped(
     tmp_path, monkeypatch
 ):
     from streamlit.testing.v1 import AppTest
@@ -358,7 +358,8 @@ def test_the_runs_page_shows_the_monitor_curves_a_guard_stop_and_a_judge_below_c
             row = {"reward_mean": 0.5, "judge_pairwise": 1.0 - 0.5 * step, "judge_pairwise_run": 0.9,
                    "judge_pairwise_run_low": 0.2, "judge_pairwise_run_high": 0.95,
                    "judge_tau_run": 0.3, "judge_top_fail_rate": 0.0, "monitor_pairs_run": 10 * (step + 1),
-                   "guard_stopped": step == 2, "judge_below_chance": step == 1}  # fmt: skip
+                   "guard_stopped": step == 2, "judge_below_chance": step == 1,
+                   "judge_dropped": step >= 1}  # fmt: skip
             s.log_step("t", step, row)
     monkeypatch.setenv("RANKGYM_STORE", str(path))
     app = Path(__file__).resolve().parents[2] / "dashboard" / "app.py"
@@ -368,6 +369,7 @@ def test_the_runs_page_shows_the_monitor_curves_a_guard_stop_and_a_judge_below_c
     assert any(h.value == "Judge monitor" for h in at.subheader)
     assert any("judge guard stopped this run at step 2" in e.value for e in at.error)
     assert any("no better than chance at step(s) 1:" in w.value for w in at.warning)
+    assert any("dropped from the reward at step 1" in w.value for w in at.warning)
     assert any("(30 pairs so far)" in c.value for c in at.caption)
 
 
