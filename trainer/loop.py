@@ -358,7 +358,7 @@ class Trainer:
         metrics = replace(metrics, **watched)
         if metrics.no_signal and not skipped:  # a skipped step was announced by watch_signal
             self.echo(
-                f"step {step}: no signal ({adv.zero_variance_groups}/{len(groups)} groups had "
+                f"step {step + 1}: no signal ({adv.zero_variance_groups}/{len(groups)} groups had "
                 "equal rewards); no optimizer step"
             )
         t_ck = time.perf_counter()
