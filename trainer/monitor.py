@@ -43,12 +43,13 @@ the run, flagged ``judge_dropped``; the judge keeps judging, so the monitor keep
 
 What the trainer does with it each step (warn, stop, drop, resume) is ``monitor_step.py``.
 
-**No-signal refusal** (``no_signal.py``, after the step is scored). A step whose groups (those with a verifier) all have constant verifier
-rewards, trained on a reward that uses the judge, and whose judge *failed* its preflight
-judge-check (tau CI not above 0), would move the policy on judge noise alone. By default
-(``monitor.no_signal = "stop"``) it is refused with :class:`NoSignalStep` (a one-line error
-naming the step and the ways out); with ``"skip"`` its update is skipped and the run goes on
-(``skipped_no_signal``; ``rankgym demo`` does this); with ``"train"`` or ``--force`` it trains.
+**No-signal refusal** (``no_signal.py``, after the step is scored). A step whose groups (those
+with a verifier) all have constant verifier rewards, trained on a reward that uses the judge,
+and whose judge *failed* its preflight judge-check (tau CI not above 0), would move the policy
+on judge noise alone. By default (``monitor.no_signal = "stop"``) it is refused with
+:class:`NoSignalStep` (a one-line error naming the step and the ways out); with ``"skip"`` its
+update is skipped and the run goes on (``skipped_no_signal``; ``rankgym demo`` does this); with
+``"train"`` or ``--force`` it trains.
 Both warn on every such step and flag it in ``StepMetrics`` (``no_verifier_signal``,
 ``skipped_no_signal`` / ``forced_no_signal``).
 
