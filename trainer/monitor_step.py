@@ -100,7 +100,7 @@ def watch_judge(trainer: Trainer, step: int, groups: list[Group]) -> dict[str, A
         if trainer.dist.main:
             trainer.store.log_step(trainer.run_id, step, row)
         raise JudgeGuardStop(mon.stop, {"step": step, **row})
-    dropped = trainer.reward.judge_dropped
+    dropped = trainer.monitor.dropped_at is not None
     if mon.below and not dropped:
         lean = trainer.reward.without_judge() if cfg.monitor.below_chance == "drop" else None
         if lean is None:

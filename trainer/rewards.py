@@ -90,8 +90,6 @@ class Reward:
     judge_only: ClassVar[bool] = False
     """The judge is the only signal: a failed judge-check stops the run (unless ``--force``) and
     ``[monitor] guard = "auto"`` is on."""
-    judge_dropped: ClassVar[bool] = False
-    """This is a blend whose judge the monitor dropped (:meth:`without_judge`'s result)."""
     judge_method: ClassVar[type[JudgeMethod]] = GroupJudge
     """The judging method (``rankgym.judges.method.JudgeMethod``) the loop judges groups with."""
 
@@ -241,7 +239,6 @@ class JudgeDroppedReward(Reward):
     monitor and the store. Not a ``reward.kind`` of its own: the run's config keeps its kind."""
 
     name = "verifiable (judge dropped)"
-    judge_dropped = True
 
     def blend(self, judge: float | None, verifiable: float | None) -> float | None:
         """The env's verifiable reward, whatever the judge said (None without a check)."""

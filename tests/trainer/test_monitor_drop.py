@@ -19,15 +19,20 @@ from rankgym.trainer.demo import demo_config, monitor_fields, monitor_sentence
 from rankgym.trainer.loop import Trainer
 from rankgym.trainer.monitor import JudgeMonitor
 from rankgym.trainer.monitor_step import watch_judge
-from rankgym.trainer.rewards import BlendedReward, JudgeReward, VerifiableReward
+from rankgym.trainer.rewards import (
+    BlendedReward,
+    JudgeDroppedReward,
+    JudgeReward,
+    VerifiableReward,
+)
 
 
 def test_a_blend_without_its_judge_is_the_verifier_alone_and_a_judge_only_reward_has_none():
     lean = BlendedReward(verifiable_weight=0.3, hack_penalty=False).without_judge()
-    assert lean.judge_dropped and lean.needs_judge  # the judge still runs for the monitor
+    assert isinstance(lean, JudgeDroppedReward) and lean.needs_judge  # still judged: monitored
     assert lean.blend(0.9, 0.0) == 0.0 and lean.blend(None, 1.0) == 1.0
     assert lean.blend(0.1, None) is None and lean.hack_penalty is False
-    assert JudgeReward().without_judge() is None and not BlendedReward().judge_dropped
+    assert JudgeReward().without_judge() is None
     assert VerifiableReward().without_judge() is None
 
 
@@ -53,7 +58,7 @@ def test_watch_judge_drops_once_warns_without_drop_and_cannot_drop_a_judge_only_
     trainer, said = _trainer(BlendedReward(0.8), "drop", tmp_path)
     first = watch_judge(trainer, 0, ANTI[:4])
     assert first["judge_dropped"] and first["judge_below_chance"]
-    assert trainer.reward.judge_dropped and trainer.monitor.dropped_at == 1
+    assert isinstance(trainer.reward, JudgeDroppedReward) and trainer.monitor.dropped_at == 1
     assert len(said) == 1 and "dropped from the reward" in said[0] and "step 1" in said[0]
     later = watch_judge(trainer, 1, ANTI[4:])
     assert later["judge_dropped"] and later["judge_below_chance"] and len(said) == 1  # said once
@@ -61,7 +66,7 @@ def test_watch_judge_drops_once_warns_without_drop_and_cannot_drop_a_judge_only_
 
     warn, said = _trainer(BlendedReward(0.8), "warn", tmp_path)
     out = watch_judge(warn, 0, ANTI[:4])
-    assert "judge_dropped" not in out and not warn.reward.judge_dropped
+    assert "judge_dropped" not in out and isinstance(warn.reward, BlendedReward)
     assert "its share of the reward" in said[0] and "dropped" not in said[0]
 
     # judge-only with the guard off: nothing would be left to train on, so it only warns
