@@ -113,13 +113,13 @@ def watch_judge(trainer: Trainer, step: int, groups: list[Group]) -> dict[str, A
     return out
 
 
-def judge_dropped_at(store: Any, run_id: str, before: int | None = None) -> int | None:
+def judge_dropped_at(store: Any, run_id: str, before: int) -> int | None:
     """The step (1-based, as the step lines count) at which ``run_id`` dropped the judge, among
-    its logged steps before ``before`` (all when None); None when it never did. A resumed run
-    reads it to drop the judge again before its next step."""
+    its logged steps before ``before``; None when it never did. A resumed run reads it to drop
+    the judge again before its next step."""
     dropped = [
         r["step"]
         for r in store.steps(run_id)
-        if (before is None or r["step"] < before) and (r.get("metrics") or {}).get("judge_dropped")
+        if r["step"] < before and (r.get("metrics") or {}).get("judge_dropped")
     ]
     return min(dropped) + 1 if dropped else None

@@ -230,19 +230,17 @@ class BlendedReward(Reward):
 
     def without_judge(self) -> Reward:
         """The verifier's reward alone; the judge still runs, so the monitor keeps watching."""
-        return JudgeDroppedReward(verifiable_weight=1.0, hack_penalty=self.hack_penalty)
+        return JudgeDroppedReward(hack_penalty=self.hack_penalty)
 
 
-class JudgeDroppedReward(Reward):
+class JudgeDroppedReward(VerifiableReward):
     """A blend whose judge was dropped (``[monitor] below_chance = "drop"``): the env's
-    verifiable reward alone, while the judge still judges every step (``needs_judge``) for the
-    monitor and the store. Not a ``reward.kind`` of its own: the run's config keeps its kind."""
+    verifiable reward alone (``VerifiableReward.blend``), while the judge still judges every
+    step (``needs_judge``) for the monitor and the store. Not a ``reward.kind`` of its own: the
+    run's config keeps its kind."""
 
     name = "verifiable (judge dropped)"
-
-    def blend(self, judge: float | None, verifiable: float | None) -> float | None:
-        """The env's verifiable reward, whatever the judge said (None without a check)."""
-        return verifiable
+    needs_judge = True
 
 
 def blend_reward(
