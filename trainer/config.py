@@ -20,6 +20,7 @@ from pydantic_core import PydanticCustomError
 from rankgym.config import load_config
 from rankgym.judges.router import RouterConfig
 from rankgym.trainer.adapter_sync import VLLMSection
+from rankgym.trainer.checkpointing import KEEP_ACTIVATIONS_TOKENS
 from rankgym.trainer.rewards import REWARDS, load_reward_plugins
 
 
@@ -203,6 +204,11 @@ class SFTSection(_Section):
     lr: float = Field(4e-4, gt=0.0, le=1.0)
     max_minutes: float | None = Field(None, gt=0.0, le=10_080.0)
     """Stop SFT after this many minutes even if ``steps`` are not done."""
+    keep_activations_tokens: int = Field(KEEP_ACTIVATIONS_TOKENS, ge=0, le=10_000_000)
+    """A micro-batch of at most this many padded tokens (rows x length) keeps every activation
+    instead of recomputing it (``[optim] gradient_checkpointing``): the same gradients, ~28%
+    faster a step on the demo, ~1.2 MB more memory a token (``trainer/checkpointing.py``).
+    0: always checkpoint."""
 
     @model_validator(mode="after")
     def _path_needed(self) -> SFTSection:
