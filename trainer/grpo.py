@@ -272,7 +272,7 @@ class UpdateStats:
 
 
 @contextlib.contextmanager
-def _lora_inputs_uncast(model: Any, autocast: bool) -> Any:
+def lora_inputs_uncast(model: Any, autocast: bool) -> Any:
     """Under bf16 autocast, keep peft from copying each LoRA layer's input to the adapter's fp32
     (autocast casts it back to bf16 for the matmul: the same numbers, two copies fewer per layer
     in forward, recompute and backward). Without autocast, peft's casting stays (it is needed
@@ -337,7 +337,7 @@ def grpo_update(
     model.train()
     clip_n = clip_d = kl_sum = loss_sum = 0.0
     cpu_attn = training_attention(model) if device.type == "cpu" else contextlib.nullcontext()
-    with _lora_inputs_uncast(model, s.bf16), cpu_attn:  # both: same numbers, less work
+    with lora_inputs_uncast(model, s.bf16), cpu_attn:  # both: same numbers, less work
         for _ in range(s.num_iterations):
             loss_sum = 0.0
             for i, mb in enumerate(mbs):

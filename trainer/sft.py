@@ -56,15 +56,18 @@ from rankgym.envs.rollout import EnvFactory, rollout_groups
 from rankgym.errors import UserError
 from rankgym.model import bound_heap, release_freed_memory
 from rankgym.store import Store
-from rankgym.trainer.checkpointing import (
-    KEEP_ACTIVATIONS_TOKENS,
-    checkpointing_paused,
-    keeps_activations,
-)
+from rankgym.trainer.checkpointing import KEEP_ACTIVATIONS_TOKENS as KEEP_TOKENS
+from rankgym.trainer.checkpointing import checkpointing_paused, keeps_activations
 from rankgym.trainer.config import SFTSection, TrainConfig
 from rankgym.trainer.context import TrainingContext
 from rankgym.trainer.finite import check_update
-from rankgym.trainer.grpo import Sample, collate, token_logprobs, trajectory_rows
+from rankgym.trainer.grpo import (
+    Sample,
+    collate,
+    lora_inputs_uncast,
+    token_logprobs,
+    trajectory_rows,
+)
 from rankgym.trainer.setup import adamw_with_warmup, make_env_factory
 from rankgym.trainer.sft_data import MAX_COMPLETION_TOKENS, fit_conversation, read_jsonl
 
@@ -283,7 +286,7 @@ def sft_train(
     progress: bool = False,
     echo: Callable[[str], None] | None = None,
     micro_batch_size: int = MICRO_BATCH,
-    keep_activations_tokens: int = KEEP_ACTIVATIONS_TOKENS,
+    keep_activations_tokens: int = KEEP_TOKENS,
 ) -> SFTStats:
     """Train the trainable (LoRA) parameters of ``model`` on ``examples`` for ``steps`` batches.
 
@@ -334,8 +337,9 @@ def sft_train(
             value = 0.0
             for i in range(0, len(batch), micro_batch_size):
                 mb = collate([Sample(r, 0.0) for r in batch[i : i + micro_batch_size]], pad_id, device)  # fmt: skip
-                keep = keeps_activations(*mb.input_ids.shape, keep_activations_tokens)
-                with checkpointing_paused(model, keep):
+                n_rows, length = mb.input_ids.shape
+                keep = keeps_activations(n_rows, length, keep_activations_tokens)
+                with checkpointing_paused(model, keep), lora_inputs_uncast(model, bf16):
                     with amp:
                         logp = token_logprobs(model, mb)
                     loss = -(logp * mb.loss_mask).sum() / total

@@ -71,7 +71,7 @@ def test_a_trainable_or_biased_lm_head_takes_the_recomputing_path_and_gets_its_g
 
 def _lora_after_update(uncast: bool, monkeypatch) -> dict[str, torch.Tensor]:
     if not uncast:
-        monkeypatch.setattr(grpo, "_lora_inputs_uncast", lambda m, a: contextlib.nullcontext())
+        monkeypatch.setattr(grpo, "lora_inputs_uncast", lambda m, a: contextlib.nullcontext())
     model, tok = tiny_model(0)
     model = random_lora(model, 8, ["q_proj", "o_proj", "down_proj"], seed=0, std=0.05)
     g = torch.Generator().manual_seed(3)
