@@ -39,7 +39,7 @@ def below_chance_warning(step: int, below: str, reward_kind: str, dropped: bool 
         )
     return (
         f"{head}: its share of the reward (reward.kind = {reward_kind!r}) is noise, or pushes "
-        "the policy against the verifier. The run goes on (the guard stops judge-only runs). "
+        "the policy the other way. The run goes on (the guard stops judge-only runs). "
         "Options: a judge trained on this policy's groups ([judge_train] or rankgym "
         'judge-train), a larger reward.verifiable_weight, [monitor] below_chance = "drop" to '
         'train on the verifier alone from here, guard = "on" to stop here, or reward.kind = '
