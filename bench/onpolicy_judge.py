@@ -188,7 +188,7 @@ def rejudge(store_path: str, judges: list[str], with_decided: bool, cache: Path)
 def ties(out: Path, judge: str, sample: int, cache: Path) -> None:
     """Print ``tie_stats`` of ``judge`` on a seeded sample of ``out``'s held-out tie pairs."""
     from rankgym.judges.judge_compare import judge_pairs, litellm_respond
-    from rankgym.judges.judge_data import read_jsonl
+    from rankgym.judges.pair_files import read_jsonl
     from rankgym.judges.prompt import default_rubric
     from rankgym.trainer.judge_tie_check import tie_stats
 

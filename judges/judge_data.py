@@ -49,13 +49,10 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import json
-import os
 import random
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from rankgym.types import SCORE_TIE, Group, Trajectory
@@ -333,13 +330,13 @@ def cap_ties(ties: list[PairItem], n: int, seed: int, prefer: set[str] | None = 
 
 
 def split_by_task(
-    pairs: list[PairItem], heldout_fraction: float = 0.3, seed: int = 0
+    pairs: list[PairItem], heldout_fraction: float = 0.3, seed: int = 0, min_tasks: int = 1
 ) -> tuple[list[PairItem], list[PairItem]]:
     """Split so that no task has pairs on both sides.
 
-    Per env, tasks are ordered by a seeded hash and the first ``round(fraction * n)`` (at least
-    one when the env has two or more tasks) are held out: deterministic, and the held-out share
-    is per env, not just overall.
+    Per env, tasks are ordered by a seeded hash and the first ``round(fraction * n)`` are held
+    out, at least ``min_tasks`` (a check that needs that many) while one task is left to train
+    on, when the env has two or more: deterministic, the held-out share per env.
     """
     if not 0.0 <= heldout_fraction < 1.0:
         raise ValueError(f"heldout_fraction must be in [0, 1), got {heldout_fraction}")
@@ -351,7 +348,7 @@ def split_by_task(
         ordered = sorted(keys, key=lambda k: hashlib.sha256(f"{seed}|{k}".encode()).hexdigest())
         n = round(heldout_fraction * len(ordered))
         if heldout_fraction > 0 and len(ordered) >= 2:
-            n = min(max(n, 1), len(ordered) - 1)
+            n = min(max(n, min_tasks, 1), len(ordered) - 1)
         held.update(ordered[:n])
     train: list[PairItem] = []
     heldout: list[PairItem] = []
@@ -397,11 +394,6 @@ def length_balance(pairs: list[PairItem], seed: int = 0) -> tuple[list[PairItem]
     return ordered, len(pairs) - len(ordered)
 
 
-def presentations(pairs: list[PairItem]) -> list[tuple[PairItem, bool]]:
-    """Each pair in both orders: ``(pair, winner_first)``."""
-    return [(p, first) for p in pairs for first in (True, False)]
-
-
 def baselines(pairs: list[PairItem]) -> dict[str, float | None]:
     """Accuracy of content-blind rules over both presentations of every pair.
 
@@ -428,6 +420,7 @@ def build_dataset(
     runs: Iterable[str] | None = None,
     tie_ratio: float = 0.0,
     prefer_stores: Iterable[str] = (),
+    min_heldout_tasks: int = 1,
 ) -> Dataset:
     """Pairs from ``stores`` (name -> open Store), split by task, balanced.
 
@@ -435,7 +428,7 @@ def build_dataset(
     groups of these run ids (e.g. a training run's stored groups). ``tie_ratio`` > 0 adds tie
     pairs (:func:`tie_pairs`), at most that many times the decided pairs of each side, in
     ``train_ties``/``heldout_ties`` (those of ``prefer_stores`` first); the decided pairs and
-    their split do not change.
+    their split do not change. ``min_heldout_tasks``: see :func:`split_by_task`.
     """
     sources = tuple(sources)
     bad = [s for s in sources if s not in SOURCES]
@@ -457,7 +450,7 @@ def build_dataset(
     if balance_length:
         pairs, dropped = length_balance(pairs, seed)
     stats["dropped_for_length_balance"] = dropped
-    train, heldout = split_by_task(pairs, heldout_fraction, seed)
+    train, heldout = split_by_task(pairs, heldout_fraction, seed, min_heldout_tasks)
     ties: dict[str, list[PairItem]] = {"train": [], "heldout": []}
     if tie_ratio > 0:
         found = tie_pairs(stores, max_per_task, seed, runs, sources)
@@ -483,17 +476,3 @@ def build_dataset(
             "ties": len(ties[name]),
         }
     return Dataset(train, heldout, stats, ties["train"], ties["heldout"])
-
-
-def write_jsonl(path: Path, pairs: list[PairItem]) -> None:
-    """Write pairs atomically (a temp file, then ``os.replace``)."""
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
-        for p in pairs:
-            fh.write(json.dumps(p.to_dict(), ensure_ascii=False) + "\n")
-    os.replace(tmp, path)
-
-
-def read_jsonl(path: Path) -> list[PairItem]:
-    with path.open(encoding="utf-8") as fh:
-        return [PairItem.from_dict(json.loads(line)) for line in fh if line.strip()]

@@ -299,6 +299,8 @@ class JudgeTrainSection(_Section):
     max_train_pairs: int = Field(150, ge=1, le=1_000_000)
     max_heldout_pairs: int = Field(60, ge=1, le=1_000_000)
     heldout_fraction: float = Field(0.3, gt=0.0, lt=1.0)
+    """Share of the tasks with pairs held out for the check, and at least 3 (what the check
+    needs) while one is left to train on."""
     epochs: int = Field(2, ge=1, le=1000)
     lr: float = Field(1e-3, gt=0.0, le=1.0)
     lora_r: int = Field(8, ge=1, le=1024)

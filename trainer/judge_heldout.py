@@ -22,7 +22,8 @@ from typing import Any
 
 from rankgym.errors import UserError
 from rankgym.judges.judge_compare import compare, format_comparison, judge_pairs, litellm_respond
-from rankgym.judges.judge_data import PairItem, build_dataset, cap_ties, read_jsonl, write_jsonl
+from rankgym.judges.judge_data import PairItem, build_dataset, cap_ties
+from rankgym.judges.pair_files import read_jsonl, write_jsonl
 from rankgym.judges.prompt import default_rubric
 from rankgym.store import Store
 from rankgym.trainer.judge_job import JudgeTrainJob, check_job

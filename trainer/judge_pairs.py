@@ -14,7 +14,8 @@ import random
 from typing import Any
 
 from rankgym.errors import UserError
-from rankgym.judges.judge_data import PairItem, baselines, build_dataset, cap_ties, write_jsonl
+from rankgym.judges.judge_data import PairItem, baselines, build_dataset, cap_ties
+from rankgym.judges.pair_files import write_jsonl
 from rankgym.store import Store
 from rankgym.trainer.judge_job import ROLLOUT_STORE, JudgeTrainJob
 
@@ -71,7 +72,8 @@ def job_dataset(
         ds = build_dataset(stores, job.heldout_fraction, job.min_gap, job.max_per_task,
                            job.length_balance, seed, sources=job.sources,
                            runs=job.runs, tie_ratio=job.tie_ratio,
-                           prefer_stores=prefer)  # fmt: skip
+                           prefer_stores=prefer,
+                           min_heldout_tasks=job.min_heldout_tasks)  # fmt: skip
     finally:
         for s in stores.values():
             s.close()

@@ -38,7 +38,8 @@ from typing import TYPE_CHECKING, Any
 
 from rankgym.errors import UserError
 from rankgym.judges.judge_compare import pair_group
-from rankgym.judges.judge_data import PairItem, presentations, read_jsonl
+from rankgym.judges.judge_data import PairItem
+from rankgym.judges.pair_files import presentations, read_jsonl
 from rankgym.judges.pair_judge import PAIR_FORMAT, choice_ids, decision_context, pair_messages
 from rankgym.judges.prompt import build_prompt, default_rubric
 from rankgym.trainer.judge_heldout import compare_again, heldout_check

@@ -60,7 +60,7 @@ def _job(cfg: TrainConfig, jt: JudgeTrainSection, out: Path, stores: list[str]) 
         sources=tuple(jt.sources), human_weight=jt.human_weight, tie_ratio=jt.tie_ratio,
         max_train_pairs=jt.max_train_pairs, max_per_task=jt.max_pairs_per_task,
         max_heldout_pairs=jt.max_heldout_pairs, heldout_fraction=jt.heldout_fraction,
-        train=train, compare_with=(),
+        min_heldout_tasks=MIN_CHECK_TASKS, train=train, compare_with=(),
     )  # fmt: skip
 
 

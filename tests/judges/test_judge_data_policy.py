@@ -12,11 +12,10 @@ from rankgym.judges.judge_data import (
     build_dataset,
     is_near_miss,
     length_balance,
-    read_jsonl,
     tool_call_count,
     verifier_pairs,
-    write_jsonl,
 )
+from rankgym.judges.pair_files import read_jsonl, write_jsonl
 from rankgym.store import Store
 from rankgym.types import Group, Message, ToolCall, ToolCallFunction, Trajectory
 

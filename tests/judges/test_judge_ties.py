@@ -9,11 +9,10 @@ import pytest
 from rankgym.judges.judge_data import (
     build_dataset,
     cap_ties,
-    read_jsonl,
     tie_pair,
     tie_pairs,
-    write_jsonl,
 )
+from rankgym.judges.pair_files import read_jsonl, write_jsonl
 from rankgym.store import Store
 from rankgym.types import Group, Message, ToolCall, ToolCallFunction, Trajectory
 

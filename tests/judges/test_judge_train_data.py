@@ -14,12 +14,10 @@ from rankgym.judges.judge_data import (
     build_dataset,
     human_pairs,
     length_balance,
-    presentations,
-    read_jsonl,
     split_by_task,
     verifier_pairs,
-    write_jsonl,
 )
+from rankgym.judges.pair_files import presentations, read_jsonl, write_jsonl
 from rankgym.store import Store
 from rankgym.types import Group, Message, Trajectory
 
@@ -97,6 +95,18 @@ def test_no_task_is_on_both_sides_of_the_split(tasks, fraction, seed):
         held_tasks = {p.task_key for p in held if p.env_id == env}
         if n_tasks >= 2:  # every env with two tasks has both sides
             assert 1 <= len(held_tasks) <= n_tasks - 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(n_tasks=st.integers(1, 12), fraction=st.floats(0.05, 0.9), min_tasks=st.integers(1, 5))
+def test_the_split_holds_out_at_least_min_tasks_and_leaves_one_to_train_on(n_tasks, fraction, min_tasks):  # fmt: skip
+    pairs = [pair(f"t{k}", "w", "l") for k in range(n_tasks)]
+    _, held = split_by_task(pairs, fraction, 0, min_tasks)
+    n_held = len({p.task_key for p in held})
+    if n_tasks >= 2:
+        assert n_held == min(max(round(fraction * n_tasks), min_tasks, 1), n_tasks - 1)
+    else:  # one task: the fraction alone decides (min_tasks would leave nothing to train on)
+        assert n_held == round(fraction)
 
 
 def test_split_is_deterministic_and_labels_each_pair():

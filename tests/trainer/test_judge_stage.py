@@ -110,7 +110,7 @@ def test_init_judge_starts_the_stage_from_an_existing_judge(run, tmp_path: Path)
 def test_train_false_checks_the_init_judge_on_this_policys_groups_without_training_it(
     run, tmp_path: Path
 ):
-    from rankgym.judges.judge_data import read_jsonl
+    from rankgym.judges.pair_files import read_jsonl
     from rankgym.trainer import judge_stage
 
     t, root = run
@@ -261,7 +261,7 @@ def test_a_failed_online_refresh_keeps_the_current_judge_and_says_so(monkeypatch
 def test_a_judge_split_refresh_rolls_the_current_policy_out_and_trains_the_judge_further(run):
     from types import SimpleNamespace
 
-    from rankgym.judges.judge_data import read_jsonl
+    from rankgym.judges.pair_files import read_jsonl
     from rankgym.trainer import checkpoint as ckpt
     from rankgym.trainer.judge_refresh import maybe_refresh
 
@@ -329,7 +329,7 @@ def test_a_refresh_learns_only_from_this_runs_groups_and_a_resumed_run_judges_wi
 ):
     from types import SimpleNamespace
 
-    from rankgym.judges.judge_data import read_jsonl
+    from rankgym.judges.pair_files import read_jsonl
     from rankgym.trainer import checkpoint as ckpt
     from rankgym.trainer import judge_refresh, loop, preflight
     from rankgym.trainer.loop import Trainer
