@@ -318,7 +318,9 @@ def load_named_adapter(model: Any, adapter_dir: str | Path, name: str) -> Any:
     if not (d / "adapter_config.json").is_file():
         raise FileNotFoundError(f"{str(d)!r} holds no adapter_config.json (not a peft adapter)")
     with _adapter_lock:
-        with _keeping_adapter_state(model):
+        with _keeping_adapter_state(model), warnings.catch_warnings():
+            # peft reads transformers' deprecated name on a base the trainer checkpoints
+            warnings.filterwarnings("ignore", "`is_gradient_checkpointing`", FutureWarning)
             if isinstance(model, PeftModel):
                 if name in model.peft_config:
                     model.delete_adapter(name)

@@ -85,3 +85,17 @@ def test_a_named_adapter_policy_inside_disable_adapter_samples_the_base_model(tm
     assert [g.completion_token_ids for g in off] == [g.completion_token_ids for g in want]
     on = policy.generate(msgs, [[], []])
     assert [g.completion_token_ids for g in on] != [g.completion_token_ids for g in off]
+
+
+def test_loading_an_adapter_into_a_checkpointed_trainer_model_says_nothing_deprecated(tmp_path):
+    import warnings
+
+    from rankgym.model import enable_checkpointing
+
+    a = _save_adapter(tmp_path / "a", 1)
+    base, _ = tiny_model()  # the process-wide base a trainer wraps and a judge shares
+    enable_checkpointing(random_lora(base, 4, ["q_proj", "v_proj"], seed=3))  # `rankgym train`
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        model = load_named_adapter(base, a, "judge")
+    assert "judge" in model.peft_config
