@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip install -q --disable-pip-version-check
 # uv installs the rest in ~5 s where pip takes ~70 s (bench/RESULTS.md, issue 23); pip still
-# installs torch, since only pip looks on this disk for the CPU build (and honours its cap)
+# installs torch, since only pip reads pip's own config (a local CPU wheel folder, a version cap)
 UV_PIP := $(VENV)/bin/uv pip install -q --python $(PY)
 export HF_HUB_OFFLINE := 1
 export LITELLM_LOCAL_MODEL_COST_MAP := True
