@@ -3,7 +3,7 @@
 A peft LoRA layer computes ``x @ W + s * (x @ A) @ B``: on a CPU the two small matmuls (and the
 casts to the LoRA's float32) cost as much as the base matmul in a prefill (bench/RESULTS.md,
 "Rollouts: the LoRA merged for sampling"). :class:`MergedLora` computes ``W + s * B @ A`` once
-per set of LoRA weights (in float32, rounded once to the base weight's dtype), and while a
+per set of LoRA weights (in float64, rounded once to the base weight's dtype), and while a
 policy samples it swaps those merged tensors in for the base weights and switches the layer's
 LoRA path off; on exit the *original* weight tensors are put back, so the base model is
 bit-for-bit what it was (peft's ``merge``/``unmerge`` would round ``W + d - d`` in bf16 and
@@ -39,6 +39,15 @@ def _mergeable(layer: Any) -> list[str]:
     return names if plain and names and linear else []
 
 
+def _delta(layer: Any, name: str) -> Any:
+    """``s * B @ A`` of adapter ``name`` of a peft ``lora.Linear``, in float64: rounded once to
+    the weight's dtype it is the same at any thread count (a float32 matmul's rounding is not,
+    and it moved sampled tokens between 1 and 2 threads: bench/RESULTS.md, issue 23)."""
+    delta = layer.lora_B[name].weight.double() @ layer.lora_A[name].weight.double()
+    delta = delta * layer.scaling[name]
+    return delta.T if layer.fan_in_fan_out else delta
+
+
 class MergedLora:
     """Merged weights of a model's active LoRA, cached under a fingerprint (see module doc)."""
 
@@ -64,10 +73,10 @@ class MergedLora:
                 if not names:
                     continue
                 w = m.base_layer.weight
-                with torch.autocast(str(w.device.type), enabled=False):  # B @ A in float32
-                    total = w.detach().float()
+                with torch.autocast(str(w.device.type), enabled=False):
+                    total = w.detach().double()
                     for a in names:
-                        total = total + m.get_delta_weight(a).float()
+                        total = total + _delta(m, a)
                 out.append((m, total.to(w.dtype)))
         return out
 

@@ -104,3 +104,24 @@ def test_a_named_adapter_is_merged_and_disabled_adapters_merge_nothing(tiny, tok
 def test_merging_is_on_by_default_for_a_model_on_the_cpu(tiny, tokenizer):
     assert TransformersPolicy(tiny, tokenizer).merge_lora is True
     assert TransformersPolicy(tiny, tokenizer, merge_lora=False).merge_lora is False
+
+
+def test_each_merged_weight_is_its_float64_sum_rounded_once_at_any_thread_count(tiny, tokenizer):
+    import torch
+
+    model = _lora(tiny)
+    policy, _ = _sample(model, tokenizer, merge=True)
+    merged = dict(policy._merged._merged)
+    assert merged
+    threads = torch.get_num_threads()
+    try:
+        for n in (1, 2):  # float32's B @ A rounds by thread count; the merge must not
+            torch.set_num_threads(n)
+            built = dict(policy._merged._build(model))
+            for layer, weight in merged.items():
+                a, b = layer.lora_A["default"].weight, layer.lora_B["default"].weight
+                want = layer.base_layer.weight.double() + (b.double() @ a.double()) * layer.scaling["default"]  # fmt: skip
+                assert torch.equal(weight, want.to(weight.dtype))
+                assert torch.equal(built[layer], weight)
+    finally:
+        torch.set_num_threads(threads)
