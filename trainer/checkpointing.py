@@ -34,10 +34,10 @@ def checkpointing_paused(model: Any, pause: bool = True) -> Iterator[None]:
     """Run the block (forward *and* backward) with every checkpointed layer of ``model`` keeping
     its activations; the layers checkpoint again after, also on an error. Nothing changes when
     ``pause`` is False or no layer checkpoints."""
-    layers = [m for m in model.modules() if getattr(m, "gradient_checkpointing", False) is True]
-    if not pause or not layers:
+    if not pause:  # no walk over the model's modules for a micro-batch that checkpoints
         yield
         return
+    layers = [m for m in model.modules() if getattr(m, "gradient_checkpointing", False) is True]
     for m in layers:
         m.gradient_checkpointing = False
     try:
