@@ -26,7 +26,7 @@ from rankgym.judges.judge_data import PairItem, build_dataset, cap_ties
 from rankgym.judges.pair_files import read_jsonl, write_jsonl
 from rankgym.judges.prompt import default_rubric
 from rankgym.store import Store
-from rankgym.trainer.judge_job import JudgeTrainJob, check_job
+from rankgym.trainer.judge_job import JudgeTrainJob, TooFewPairs, check_job
 from rankgym.trainer.judge_pairs import cap_pairs
 
 __all__ = ["check_judge", "compare_again", "compare_heldout", "heldout_check", "judged_rows_key"]
@@ -130,10 +130,23 @@ def check_judge(job: JudgeTrainJob, judge: str, progress: bool = False) -> dict[
             s.close()
     pairs = cap_pairs(ds.train, job.max_heldout_pairs, seed + 1, set(job.prefer_stores))
     ties = cap_ties(ds.train_ties, round(job.tie_ratio * len(pairs)), seed + 1, set(job.prefer_stores))  # fmt: skip
+    tasks = len({(p.env_id, p.task_id) for p in pairs})
     if not pairs:
-        raise UserError(
+        raise TooFewPairs(
             f"the stores hold no labelled pair to check {judge} on: roll out trajectories that "
-            "differ in verifiable reward on the same tasks, or rank groups in the dashboard"
+            "differ in verifiable reward on the same tasks, or rank groups in the dashboard",
+            0,
+            0,
+            0,
+        )
+    if job.min_check and (len(pairs) < job.min_check[0] or tasks < job.min_check[1]):
+        raise TooFewPairs(
+            f"the stores hold {len(pairs)} labelled pairs in {tasks} tasks to check {judge} on; "
+            f"a check needs {job.min_check[0]} pairs in {job.min_check[1]} tasks to decide "
+            "anything",
+            0,
+            len(pairs),
+            tasks,
         )
     data = job.out / "data"
     data.mkdir(parents=True, exist_ok=True)

@@ -87,6 +87,19 @@ class JudgeTrainJob:
     init_adapter: str | None = None
     """Continue training this judge adapter (its LoRA shape; ``lora_*`` knobs ignored)
     instead of a fresh LoRA."""
+    min_check: tuple[int, int] | None = None
+    """(pairs, tasks): stop before any training, with :class:`TooFewPairs`, when the held-out
+    pairs are fewer than that or span fewer tasks, i.e. too few to decide a check (the
+    ``[judge_train]`` stage sets it where a failed check means the judge goes unused)."""
+
+
+class TooFewPairs(UserError):
+    """Too few labelled pairs to train a judge, or to decide its held-out check; the counts
+    are kept so a caller can report them (the message names them too)."""
+
+    def __init__(self, message: str, train: int, heldout: int, heldout_tasks: int) -> None:
+        super().__init__(message)
+        self.train, self.heldout, self.heldout_tasks = train, heldout, heldout_tasks
 
 
 def check_job(job: JudgeTrainJob) -> None:

@@ -13,11 +13,10 @@ import json
 import random
 from typing import Any
 
-from rankgym.errors import UserError
 from rankgym.judges.judge_data import PairItem, baselines, build_dataset, cap_ties
 from rankgym.judges.pair_files import write_jsonl
 from rankgym.store import Store
-from rankgym.trainer.judge_job import ROLLOUT_STORE, JudgeTrainJob
+from rankgym.trainer.judge_job import ROLLOUT_STORE, JudgeTrainJob, TooFewPairs
 
 __all__ = ["cap_pairs", "job_dataset"]
 
@@ -81,12 +80,25 @@ def job_dataset(
     heldout = cap_pairs(ds.heldout, job.max_heldout_pairs, seed + 1, prefer)
     train_ties = cap_ties(ds.train_ties, round(job.tie_ratio * len(train)), seed, prefer)
     heldout_ties = cap_ties(ds.heldout_ties, round(job.tie_ratio * len(heldout)), seed + 1, prefer)  # fmt: skip
+    tasks = len({(p.env_id, p.task_id) for p in heldout})
     if not train or not heldout:
-        raise UserError(
+        raise TooFewPairs(
             f"the stores hold {len(ds.train)} training and {len(ds.heldout)} held-out labelled "
             "pairs; judge-train needs both: roll out trajectories that differ in verifiable "
             "reward on the same tasks (e.g. --policy oracle and --policy random runs), or rank "
-            "groups in the dashboard"
+            "groups in the dashboard",
+            len(train),
+            len(heldout),
+            tasks,
+        )
+    if job.min_check and (len(heldout) < job.min_check[0] or tasks < job.min_check[1]):
+        raise TooFewPairs(
+            f"the labelled pairs hold out {len(heldout)} pairs in {tasks} tasks and leave "
+            f"{len(train)} to train on; a held-out check needs {job.min_check[0]} pairs in "
+            f"{job.min_check[1]} tasks to decide anything",
+            len(train),
+            len(heldout),
+            tasks,
         )
     stats = {**ds.stats, "used": {"train": len(train), "heldout": len(heldout),
              "train_baselines": baselines(train), "heldout_baselines": baselines(heldout),

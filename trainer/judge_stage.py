@@ -14,6 +14,11 @@ After ``[sft]`` and before GRPO, :func:`run_judge_train_stage`:
    ``min_pairwise`` and, where held-out tie pairs were checked (``tie_ratio`` > 0), the judge
    is not shown to prefer the shorter of two verifier-tied trajectories (``max_tied_shorter``).
 
+Where a failed check leaves the judge unused (``reward_when_passed``, see :func:`falls_back`),
+step 2 stops before training when the held-out pairs are too few to decide the check
+(``MIN_CHECK_PAIRS`` in ``MIN_CHECK_TASKS`` tasks) or there are no labelled pairs at all: the
+stage says so, trains nothing, and GRPO keeps the configured reward and judge.
+
 It returns the judge model string (``local/smollm2@<out>/judge_train/adapter``) that GRPO's
 ``[judge]`` should use when ``use`` is set. ``judge_refresh.py`` retrains it every
 ``refresh_every`` steps during GRPO (online). A rerun with ``--resume`` reuses a
@@ -33,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from rankgym.trainer.config import JudgeTrainSection, TrainConfig
+from rankgym.trainer.judge_job import TooFewPairs
 from rankgym.trainer.judge_pipeline import JudgeTrainJob, run_judge_train, time_cap_line
 from rankgym.trainer.rewards import build_reward, reward_class
 
@@ -188,7 +194,9 @@ def run_judge_train_stage(
     """Run ``cfg.judge_train`` (see the module docstring) under ``out_dir/judge_train``.
 
     Returns ``{"judge": model string, "check": {...}, "rollout": {...}, "summary": {...}}``,
-    also written to ``stage.json``. With ``reuse`` a finished stage there is returned as is.
+    also written to ``stage.json``; ``"judge"`` is None where :func:`falls_back` and the
+    rollout gave too few pairs to decide a check (``check["skipped"]`` says why; nothing was
+    trained). With ``reuse`` a finished stage there is returned as is.
     """
     from rankgym.errors import UserError
 
@@ -207,6 +215,8 @@ def run_judge_train_stage(
     say(f"judge_train: rolling out {sft_adapter} on the judge split of {', '.join(_envs(cfg))}")
     rollout = rollout_judge_data(cfg, sft_adapter, store, "judge-data-policy", cfg.seed, progress)
     job = _job(cfg, jt, out, [str(store), *jt.stores])
+    if falls_back(cfg):  # a judge its check cannot pass would go unused: train none
+        job.min_check = (MIN_CHECK_PAIRS, MIN_CHECK_TASKS)
     if init is not None:
         say(
             f"judge_train: {'training' if jt.train else 'checking'} {init} (judge_train.init_judge)"
@@ -220,15 +230,23 @@ def run_judge_train_stage(
 
             model = jt.init_judge or ""
             summary = check_judge(job, model if model.startswith("local/") else f"local/smollm2@{init}")  # fmt: skip
+    except TooFewPairs as e:
+        if not falls_back(cfg):
+            raise UserError(f"[judge_train]: {e}") from None
+        skipped = _skipped_check(e, jt)
+        result = {"judge": None, "check": skipped, "rollout": rollout,
+                  "summary": {"judge": None, "trained": False, "train_pairs": e.train,
+                              "heldout_pairs": e.heldout, "skipped": str(e)}}  # fmt: skip
+        _write_stage(stage_file, result)
+        say(f"judge_train: {skipped['skipped']}")
+        return result
     except UserError as e:
         raise UserError(f"[judge_train]: {e}") from None
     if summary.get("stopped_on_time_cap"):
         say(time_cap_line(summary))
     check = _check(summary, jt.min_pairwise, jt.max_tied_shorter)
     result = {"judge": summary["judge"], "check": check, "rollout": rollout, "summary": summary}
-    tmp = stage_file.with_name(STAGE_FILE + ".tmp")
-    tmp.write_text(json.dumps(result, indent=2, default=str))
-    tmp.replace(stage_file)
+    _write_stage(stage_file, result)
     ci = check["pairwise_accuracy_ci"] or [float("nan")] * 2
     say(
         f"judge_train: {summary['train_pairs'] if jt.train else 'no'} training pairs; held-out pairwise "
@@ -238,6 +256,36 @@ def run_judge_train_stage(
         + ("passed" if check["passed"] else "NOT passed")
     )
     return result
+
+
+def _write_stage(stage_file: Path, result: dict[str, Any]) -> None:
+    tmp = stage_file.with_name(STAGE_FILE + ".tmp")
+    tmp.write_text(json.dumps(result, indent=2, default=str))
+    tmp.replace(stage_file)
+
+
+def falls_back(cfg: TrainConfig) -> bool:
+    """Whether a judge that fails the stage's check goes unused: ``reward_when_passed`` keeps
+    the configured reward and judge then. Such a stage trains no judge whose check could not
+    decide anything (too few held-out pairs or tasks) and, with no labelled pair at all, goes
+    on with the configured reward instead of stopping the run."""
+    jt = cfg.judge_train
+    return bool(jt and jt.use and jt.reward_when_passed and cfg.reward.kind != jt.reward_when_passed)  # fmt: skip
+
+
+def _skipped_check(e: TooFewPairs, jt: JudgeTrainSection) -> dict[str, Any]:
+    """The stage's check when it trained no judge: failed for lack of evidence, and why."""
+    return {
+        "heldout_pairs": e.heldout, "heldout_tasks": e.heldout_tasks, "pairwise_accuracy": None,
+        "pairwise_accuracy_ci": None, "min_pairwise": jt.min_pairwise, "enough_evidence": False,
+        "pairwise_passed": False, "tied_lean_shown": False, "passed": False, "trained": False,
+        "skipped": (
+            f"no judge trained, as this policy's judge-split groups are too few to check one: "
+            f"{e}. GRPO keeps the configured reward; for more judge data raise "
+            "judge_train.group_size or judge_train.tasks, widen judge_train.env_kwargs (more "
+            "tasks) or add judge_train.stores (people's rankings)"
+        ),
+    }  # fmt: skip
 
 
 def swaps_judge(cfg: TrainConfig) -> bool:
@@ -287,7 +335,9 @@ def _tie_clause(check: dict[str, Any]) -> str:
 
 def failed_because(check: dict[str, Any]) -> str:
     """Why a failed check failed, as the tail of :func:`on_policy_message`'s sentence."""
-    out = []
+    out: list[str] = []
+    if check.get("skipped"):
+        return ""
     if not check.get("pairwise_passed"):  # also a check written before this field existed
         out.append(f", not above min_pairwise {check.get('min_pairwise')}")
     if check.get("tied_lean_shown"):
@@ -302,7 +352,10 @@ def failed_because(check: dict[str, Any]) -> str:
 
 
 def on_policy_message(check: dict[str, Any], who: str = "the stage's judge") -> str:
-    """The numbers of the stage's held-out check on this policy's groups, in one sentence."""
+    """The numbers of the stage's held-out check on this policy's groups, in one sentence
+    (why no judge was trained, where none was)."""
+    if check.get("skipped"):
+        return str(check["skipped"])
     ci = check.get("pairwise_accuracy_ci") or [float("nan")] * 2
     acc = check.get("pairwise_accuracy")
     few = (
@@ -364,6 +417,10 @@ def judge_train_stage(trainer: Any) -> None:
     if not swaps_judge(cfg):
         return
     judge, check = res["judge"], res["check"]
+    if judge is None:  # too little data to check a judge: none trained, the configured one stays
+        trainer.judge_check = None
+        _maybe_judge_only(trainer, check)
+        return
     if trainer.resume:
         from rankgym.trainer import checkpoint as ckpt
 
