@@ -4,7 +4,7 @@ a judge on labelled pairs it never trained on.
 - :func:`compare_heldout`: judge decided pairs with ``job.compare_with`` and a judge (each pair
   in both orders, rows cached in ``work/judged/``), compared in ``comparison.txt``.
 - :func:`heldout_check`: that comparison and, given tie pairs, ``tie_check``'s lean on them:
-  the ``comparison`` and ``ties`` of ``report.json`` (``judge_stage._check`` reads them).
+  the ``comparison`` and ``ties`` of ``report.json`` (``judge_stage_check.stage_check`` reads them).
 - :func:`compare_again`: a finished run's held-out pairs judged again (``--compare-only``).
 - :func:`check_judge`: the pairs ``run_judge_train`` would build, *every* task held out, judged
   by an existing judge (the ``[judge_train]`` stage with ``train = false``).

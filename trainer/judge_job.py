@@ -59,7 +59,7 @@ class JudgeTrainJob:
     heldout_fraction: float = 0.3
     min_heldout_tasks: int = 1
     """Tasks held out per env at least (while one is left to train on): the ``[judge_train]``
-    stage asks for as many as its check needs (``judge_stage.MIN_CHECK_TASKS``)."""
+    stage asks for as many as its check needs (``judge_stage_check.MIN_CHECK_TASKS``)."""
     min_gap: float = 0.5
     """Smallest verifiable-reward difference that makes a pair."""
     max_per_task: int = 4

@@ -30,16 +30,14 @@ from typing import Any
 from rankgym.trainer.config import TrainConfig
 from rankgym.trainer.judge_pipeline import run_judge_train
 from rankgym.trainer.judge_stage import (
-    _check,
     _envs,
     _job,
     _on_main,
     _use_judge,
-    failed_because,
     judge_adapter_of,
-    on_policy_message,
     rollout_judge_data,
 )
+from rankgym.trainer.judge_stage_check import failed_because, on_policy_message, stage_check
 
 REFRESH_FILE = "refreshes.json"
 """``<out>/judge_train/refreshes.json``: every online refresh that finished, oldest first
@@ -109,7 +107,7 @@ def refresh_judge(
         job = _job(cfg, jt, out, stores)
     job.runs = list(dict.fromkeys(runs))
     summary = run_judge_train(job)
-    check = _check(summary, jt.min_pairwise, jt.max_tied_shorter)
+    check = stage_check(summary, jt.min_pairwise, jt.max_tied_shorter)
     say(
         f"judge_train refresh after step {step + 1}: {summary['train_pairs']} training pairs; "
         f"{on_policy_message(check, 'the refreshed judge')}"

@@ -32,7 +32,6 @@ watches that).
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -40,6 +39,15 @@ from typing import Any
 from rankgym.trainer.config import JudgeTrainSection, TrainConfig
 from rankgym.trainer.judge_job import TooFewPairs
 from rankgym.trainer.judge_pipeline import JudgeTrainJob, run_judge_train, time_cap_line
+from rankgym.trainer.judge_stage_check import (
+    MIN_CHECK_PAIRS,
+    MIN_CHECK_TASKS,
+    failed_because,
+    on_policy_message,
+    skipped_check,
+    stage_check,
+    tie_clause,
+)
 from rankgym.trainer.rewards import build_reward, reward_class
 
 STAGE_FILE = "stage.json"
@@ -127,61 +135,6 @@ def judge_adapter_of(judge: str, what: str) -> Path:
         raise UserError(f"{what}: {e}") from None
 
 
-MIN_CHECK_PAIRS = 20
-MIN_CHECK_TASKS = 3
-"""The held-out check passes only on at least this many pairs in this many tasks: a CI over
-one or two tasks (the bootstrap resamples tasks) says nothing, e.g. 2 pairs judged right give
-[1.00, 1.00]."""
-
-
-def _check(summary: dict[str, Any], min_pairwise: float, max_tied_shorter: float = 1.0) -> dict[str, Any]:  # fmt: skip
-    """The held-out numbers of the trained judge and whether they pass: the pairwise CI above
-    ``min_pairwise`` on at least ``MIN_CHECK_PAIRS`` pairs in ``MIN_CHECK_TASKS`` tasks, and,
-    where judge-train checked held-out tie pairs, no lean to the shorter of two tied
-    trajectories shown above ``max_tied_shorter`` (:func:`_tie_lean`)."""
-    comp = summary.get("comparison") or {}
-    judges: dict[str, Any] = comp.get("judges") or {}
-    first: dict[str, Any] = next(iter(judges.values()), {})
-    row = first.get("all", {})
-    ci = row.get("pairwise_accuracy_ci")
-    enough = (comp.get("n_pairs") or 0) >= MIN_CHECK_PAIRS and (comp.get("n_tasks") or 0) >= MIN_CHECK_TASKS  # fmt: skip
-    lean = _tie_lean(summary, max_tied_shorter)
-    pairwise_passed = bool(enough and ci and ci[0] > min_pairwise)
-    return {
-        "heldout_pairs": comp.get("n_pairs"),
-        "heldout_tasks": comp.get("n_tasks"),
-        "pairwise_accuracy": row.get("pairwise_accuracy"),
-        "pairwise_accuracy_ci": ci,
-        "position_consistency": row.get("position_consistency"),
-        "position_consistency_ci": row.get("position_consistency_ci"),
-        "baselines": comp.get("baselines"),
-        "min_pairwise": min_pairwise,
-        "enough_evidence": enough,
-        "pairwise_passed": pairwise_passed,
-        **lean,
-        "passed": pairwise_passed and not lean["tied_lean_shown"],
-    }
-
-
-def _tie_lean(summary: dict[str, Any], max_tied_shorter: float) -> dict[str, Any]:
-    """The trained judge's lean on held-out tie pairs (``summary["ties"]``, judge-train's tie
-    check): the share of pairs where it scored the shorter higher, its 95% Wilson interval
-    (pairs counted as independent, an even split as half rounded down), and whether that
-    interval lies above ``max_tied_shorter``. Nothing is shown without tie pairs."""
-    from rankgym.trainer.evaluate import wilson
-
-    ties = (summary.get("ties") or {}).get(summary.get("judge")) or {}
-    n, share = int(ties.get("pairs") or 0), ties.get("prefers_shorter")
-    ci = list(wilson(math.floor(share * n), n)) if n and share is not None else None
-    return {
-        "tied_pairs": n,
-        "tied_shorter": share if n else None,
-        "tied_shorter_ci": ci,
-        "max_tied_shorter": max_tied_shorter,
-        "tied_lean_shown": bool(ci and ci[0] > max_tied_shorter),
-    }
-
-
 def run_judge_train_stage(
     cfg: TrainConfig,
     sft_adapter: str | Path,
@@ -233,7 +186,7 @@ def run_judge_train_stage(
     except TooFewPairs as e:
         if not falls_back(cfg):
             raise UserError(f"[judge_train]: {e}") from None
-        skipped = _skipped_check(e, jt)
+        skipped = skipped_check(e, jt)
         result = {"judge": None, "check": skipped, "rollout": rollout,
                   "summary": {"judge": None, "trained": False, "train_pairs": e.train,
                               "heldout_pairs": e.heldout, "skipped": str(e)}}  # fmt: skip
@@ -244,7 +197,7 @@ def run_judge_train_stage(
         raise UserError(f"[judge_train]: {e}") from None
     if summary.get("stopped_on_time_cap"):
         say(time_cap_line(summary))
-    check = _check(summary, jt.min_pairwise, jt.max_tied_shorter)
+    check = stage_check(summary, jt.min_pairwise, jt.max_tied_shorter)
     result = {"judge": summary["judge"], "check": check, "rollout": rollout, "summary": summary}
     _write_stage(stage_file, result)
     ci = check["pairwise_accuracy_ci"] or [float("nan")] * 2
@@ -252,7 +205,7 @@ def run_judge_train_stage(
         f"judge_train: {summary['train_pairs'] if jt.train else 'no'} training pairs; held-out pairwise "
         f"{check['pairwise_accuracy']:.2f} [{ci[0]:.2f}, {ci[1]:.2f}] on "
         f"{check['heldout_pairs']} pairs of this policy; "
-        + _tie_clause(check)
+        + tie_clause(check)
         + ("passed" if check["passed"] else "NOT passed")
     )
     return result
@@ -271,21 +224,6 @@ def falls_back(cfg: TrainConfig) -> bool:
     on with the configured reward instead of stopping the run."""
     jt = cfg.judge_train
     return bool(jt and jt.use and jt.reward_when_passed and cfg.reward.kind != jt.reward_when_passed)  # fmt: skip
-
-
-def _skipped_check(e: TooFewPairs, jt: JudgeTrainSection) -> dict[str, Any]:
-    """The stage's check when it trained no judge: failed for lack of evidence, and why."""
-    return {
-        "heldout_pairs": e.heldout, "heldout_tasks": e.heldout_tasks, "pairwise_accuracy": None,
-        "pairwise_accuracy_ci": None, "min_pairwise": jt.min_pairwise, "enough_evidence": False,
-        "pairwise_passed": False, "tied_lean_shown": False, "passed": False, "trained": False,
-        "skipped": (
-            f"no judge trained, as this policy's judge-split groups are too few to check one: "
-            f"{e}. GRPO keeps the configured reward; for more judge data raise "
-            "judge_train.group_size or judge_train.tasks, widen judge_train.env_kwargs (more "
-            "tasks) or add judge_train.stores (people's rankings)"
-        ),
-    }  # fmt: skip
 
 
 def swaps_judge(cfg: TrainConfig) -> bool:
@@ -318,56 +256,6 @@ def _on_main(trainer: Any, fn: Callable[[], Any]) -> Any:
     if kind == "error":
         raise UserError(value)
     return value
-
-
-def _tie_clause(check: dict[str, Any]) -> str:
-    """``held-out ties: ...; `` when the stage checked tie pairs, else empty."""
-    ci = check.get("tied_shorter_ci")
-    if not ci:
-        return ""
-    return (
-        f"held-out ties: prefers the shorter in {check['tied_shorter']:.2f} [{ci[0]:.2f}, "
-        f"{ci[1]:.2f}] of {check['tied_pairs']} pairs"
-        + (f" (a lean above {check['max_tied_shorter']})" if check["tied_lean_shown"] else "")
-        + "; "
-    )
-
-
-def failed_because(check: dict[str, Any]) -> str:
-    """Why a failed check failed, as the tail of :func:`on_policy_message`'s sentence."""
-    out: list[str] = []
-    if check.get("skipped"):
-        return ""
-    if not check.get("pairwise_passed"):  # also a check written before this field existed
-        out.append(f", not above min_pairwise {check.get('min_pairwise')}")
-    if check.get("tied_lean_shown"):
-        lo, hi = check["tied_shorter_ci"]
-        out.append(
-            f"{',' if not out else ' and'} it prefers the shorter of two verifier-tied held-out "
-            f"trajectories in {check['tied_shorter']:.2f} [{lo:.2f}, {hi:.2f}] of "
-            f"{check['tied_pairs']} pairs, above max_tied_shorter {check['max_tied_shorter']} "
-            "(a judge-only reward would teach the policy to stop early)"
-        )
-    return "".join(out)
-
-
-def on_policy_message(check: dict[str, Any], who: str = "the stage's judge") -> str:
-    """The numbers of the stage's held-out check on this policy's groups, in one sentence
-    (why no judge was trained, where none was)."""
-    if check.get("skipped"):
-        return str(check["skipped"])
-    ci = check.get("pairwise_accuracy_ci") or [float("nan")] * 2
-    acc = check.get("pairwise_accuracy")
-    few = (
-        f" (too few to decide: fewer than {MIN_CHECK_PAIRS} pairs or {MIN_CHECK_TASKS} tasks)"
-        if check.get("enough_evidence") is False
-        else ""
-    )
-    return (
-        f"{who} ranks {check.get('heldout_pairs')} held-out "
-        f"pairs in {check.get('heldout_tasks')} tasks of this policy at pairwise "
-        f"{acc if acc is None else f'{acc:.2f}'} [{ci[0]:.2f}, {ci[1]:.2f}]{few}"
-    )
 
 
 def _preflight_trained(trainer: Any, check: dict[str, Any]) -> dict[str, Any] | None:

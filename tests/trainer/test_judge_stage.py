@@ -474,7 +474,8 @@ def test_an_episode_that_never_answered_is_a_losing_judge_pair_not_dropped(tmp_p
 
 
 def test_the_held_out_check_does_not_pass_on_a_handful_of_pairs():
-    from rankgym.trainer.judge_stage import MIN_CHECK_PAIRS, MIN_CHECK_TASKS, _check
+    from rankgym.trainer.judge_stage_check import MIN_CHECK_PAIRS, MIN_CHECK_TASKS
+    from rankgym.trainer.judge_stage_check import stage_check as _check
 
     def summary(pairs: int, tasks: int) -> dict:
         row = {"all": {"pairwise_accuracy": 1.0, "pairwise_accuracy_ci": [1.0, 1.0]}}
@@ -487,7 +488,8 @@ def test_the_held_out_check_does_not_pass_on_a_handful_of_pairs():
 
 
 def test_the_held_out_check_fails_a_judge_shown_to_prefer_the_shorter_of_two_tied_trajectories():
-    from rankgym.trainer.judge_stage import _check, failed_because
+    from rankgym.trainer.judge_stage_check import failed_because
+    from rankgym.trainer.judge_stage_check import stage_check as _check
 
     def summary(tie_pairs: int, shorter: float) -> dict:
         row = {"all": {"pairwise_accuracy": 0.92, "pairwise_accuracy_ci": [0.83, 0.98]}}

@@ -15,6 +15,8 @@ from rankgym.errors import UserError
 from rankgym.store import Store
 from rankgym.trainer import judge_stage
 from rankgym.trainer.config import TrainConfig
+from rankgym.trainer.judge_job import TooFewPairs
+from rankgym.trainer.judge_stage_check import MIN_CHECK_PAIRS, MIN_CHECK_TASKS, skipped_check
 from rankgym.types import Group, Message, Trajectory
 
 
@@ -71,7 +73,7 @@ def test_a_falling_back_stage_trains_no_judge_its_check_could_not_decide(
     if tasks:  # 3 pairs held out in 3 tasks, 1 to train on: fewer than the 20 a check needs
         assert (check["heldout_pairs"], check["heldout_tasks"]) == (3, 3)
         assert "hold out 3 pairs in 3 tasks and leave 1 to train on" in said[-1]
-        assert f"needs {judge_stage.MIN_CHECK_PAIRS} pairs in {judge_stage.MIN_CHECK_TASKS} tasks" in said[-1]  # fmt: skip
+        assert f"needs {MIN_CHECK_PAIRS} pairs in {MIN_CHECK_TASKS} tasks" in said[-1]  # fmt: skip
     assert said[-1].startswith("judge_train: no judge trained") and "judge_train.group_size" in said[-1]  # fmt: skip
     stage = json.loads((tmp_path / "judge_train" / judge_stage.STAGE_FILE).read_text())
     assert stage["judge"] is None and stage["check"] == check  # a resume decides the same
@@ -96,8 +98,8 @@ def test_grpo_keeps_the_configured_reward_and_judge_when_no_judge_was_trained(
     monkeypatch.setattr(preflight, "judge_preflight", lambda cfg, spec, **_k: checked.append(
         spec.model) or {"decision": "ok"})  # fmt: skip
     cfg = _config("judge")
-    e = judge_stage.TooFewPairs("the labelled pairs hold out 3 pairs in 3 tasks", 2, 3, 3)
-    skipped = {"judge": None, "check": judge_stage._skipped_check(e, cfg.judge_train), "rollout": []}  # fmt: skip
+    e = TooFewPairs("the labelled pairs hold out 3 pairs in 3 tasks", 2, 3, 3)
+    skipped = {"judge": None, "check": skipped_check(e, cfg.judge_train), "rollout": []}  # fmt: skip
     monkeypatch.setattr(judge_stage, "run_judge_train_stage", lambda *_a, **_k: skipped)
     said: list[str] = []
     trainer = SimpleNamespace(
