@@ -318,9 +318,7 @@ def load_named_adapter(model: Any, adapter_dir: str | Path, name: str) -> Any:
     if not (d / "adapter_config.json").is_file():
         raise FileNotFoundError(f"{str(d)!r} holds no adapter_config.json (not a peft adapter)")
     with _adapter_lock:
-        with _keeping_adapter_state(model), warnings.catch_warnings():
-            # peft reads transformers' deprecated name on a base the trainer checkpoints
-            warnings.filterwarnings("ignore", "`is_gradient_checkpointing`", FutureWarning)
+        with _keeping_adapter_state(model), peft_quiet():
             if isinstance(model, PeftModel):
                 if name in model.peft_config:
                     model.delete_adapter(name)
@@ -334,6 +332,16 @@ def load_named_adapter(model: Any, adapter_dir: str | Path, name: str) -> Any:
             if f".{name}." in n:
                 p.requires_grad_(False)
     return model
+
+
+@contextlib.contextmanager
+def peft_quiet() -> Iterator[None]:
+    """Silence transformers' FutureWarning on ``is_gradient_checkpointing``, the deprecated
+    name peft reads when it wraps or loads an adapter into a model the trainer checkpoints;
+    every other warning still shows."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "`is_gradient_checkpointing`", FutureWarning)
+        yield
 
 
 @contextlib.contextmanager

@@ -191,7 +191,7 @@ def run_judge_train_stage(
                   "summary": {"judge": None, "trained": False, "train_pairs": e.train,
                               "heldout_pairs": e.heldout, "skipped": str(e)}}  # fmt: skip
         _write_stage(stage_file, result)
-        say(f"judge_train: {skipped['skipped']}")
+        say(f"judge_train: {skipped['skipped']}. GRPO keeps the configured reward; {skipped['advice']}")  # fmt: skip
         return result
     except UserError as e:
         raise UserError(f"[judge_train]: {e}") from None

@@ -115,11 +115,10 @@ def skipped_check(e: TooFewPairs, jt: JudgeTrainSection) -> dict[str, Any]:
         "heldout_pairs": e.heldout, "heldout_tasks": e.heldout_tasks, "pairwise_accuracy": None,
         "pairwise_accuracy_ci": None, "min_pairwise": jt.min_pairwise, "enough_evidence": False,
         "pairwise_passed": False, "tied_lean_shown": False, "passed": False, "trained": False,
-        "skipped": (
-            f"no judge trained, as this policy's judge-split groups are too few to check one: "
-            f"{e}. GRPO keeps the configured reward; for more judge data raise "
-            "judge_train.group_size or judge_train.tasks, widen judge_train.env_kwargs (more "
-            "tasks) or add judge_train.stores (people's rankings)"
+        "skipped": f"no judge trained, as this policy's judge-split groups are too few to check one: {e}",
+        "advice": (
+            "for more judge data raise judge_train.group_size or judge_train.tasks, widen "
+            "judge_train.env_kwargs (more tasks) or add judge_train.stores (people's rankings)"
         ),
     }  # fmt: skip
 

@@ -8,7 +8,6 @@ run.json), or check the judge's credentials (``Trainer._preflight``).
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,7 @@ from rankgym.envs.registry import UnknownEnvError, make
 from rankgym.envs.rollout import EnvFactory, select_tasks
 from rankgym.errors import UserError
 from rankgym.judges.spec import spec_from_options
-from rankgym.model import check_device, enable_checkpointing
+from rankgym.model import check_device, enable_checkpointing, peft_quiet
 from rankgym.trainer.config import TrainConfig
 from rankgym.trainer.grpo import LossSettings, UpdateSettings
 from rankgym.types import JudgeSpec
@@ -135,8 +134,7 @@ def lora_model(cfg: TrainConfig, base: Any, init_adapter: Path | None = None) ->
     from peft import LoraConfig, PeftModel, get_peft_model
 
     torch.manual_seed(derive_seed("lora-init", cfg.seed) % (2**63))
-    with warnings.catch_warnings():  # peft reads transformers' deprecated attribute name
-        warnings.filterwarnings("ignore", "`is_gradient_checkpointing`", FutureWarning)
+    with peft_quiet():
         if init_adapter is not None:
             model = PeftModel.from_pretrained(base, str(init_adapter), is_trainable=True)
         else:

@@ -112,3 +112,4 @@ def test_grpo_keeps_the_configured_reward_and_judge_when_no_judge_was_trained(
     assert checked == ["local/smollm2-yesno"]  # the usual preflight, on the judge GRPO uses
     assert "the reward stays 'judge+verifiable'" in said[-1] and "no judge trained" in said[-1]
     assert "pairwise None" not in said[-1] and "nan" not in said[-1]
+    assert "judge_train.group_size" not in said[-1]  # the advice was said once, by the stage
