@@ -26,7 +26,7 @@ from rankgym.judges.judge_data import PairItem, build_dataset, cap_ties
 from rankgym.judges.pair_files import read_jsonl, write_jsonl
 from rankgym.judges.prompt import default_rubric
 from rankgym.store import Store
-from rankgym.trainer.judge_job import JudgeTrainJob, TooFewPairs, check_job
+from rankgym.trainer.judge_job import JudgeTrainJob, TooFewPairs, check_job, require_checkable
 from rankgym.trainer.judge_pairs import cap_pairs
 
 __all__ = ["check_judge", "compare_again", "compare_heldout", "heldout_check", "judged_rows_key"]
@@ -139,15 +139,8 @@ def check_judge(job: JudgeTrainJob, judge: str, progress: bool = False) -> dict[
             0,
             0,
         )
-    if job.min_check and (len(pairs) < job.min_check[0] or tasks < job.min_check[1]):
-        raise TooFewPairs(
-            f"the stores hold {len(pairs)} labelled pairs in {tasks} tasks to check {judge} on; "
-            f"a check needs {job.min_check[0]} pairs in {job.min_check[1]} tasks to decide "
-            "anything",
-            0,
-            len(pairs),
-            tasks,
-        )
+    held = f"the stores hold {len(pairs)} labelled pairs in {tasks} tasks to check {judge} on"
+    require_checkable(job, held, 0, len(pairs), tasks)
     data = job.out / "data"
     data.mkdir(parents=True, exist_ok=True)
     write_jsonl(data / "heldout.jsonl", pairs)

@@ -102,6 +102,14 @@ class TooFewPairs(UserError):
         self.train, self.heldout, self.heldout_tasks = train, heldout, heldout_tasks
 
 
+def require_checkable(job: JudgeTrainJob, held: str, train: int, heldout: int, tasks: int) -> None:
+    """Raise :class:`TooFewPairs` when ``job.min_check`` is set and ``heldout`` pairs in
+    ``tasks`` tasks are too few to decide a check; ``held`` says what holds them."""
+    if job.min_check and (heldout < job.min_check[0] or tasks < job.min_check[1]):
+        need = f"{job.min_check[0]} pairs in {job.min_check[1]} tasks"
+        raise TooFewPairs(f"{held}; a held-out check needs {need} to decide anything", train, heldout, tasks)  # fmt: skip
+
+
 def check_job(job: JudgeTrainJob) -> None:
     """The :class:`UserError` a job with missing inputs raises before any work."""
     if not job.stores and job.rollout is None:

@@ -16,7 +16,7 @@ from typing import Any
 from rankgym.judges.judge_data import PairItem, baselines, build_dataset, cap_ties
 from rankgym.judges.pair_files import write_jsonl
 from rankgym.store import Store
-from rankgym.trainer.judge_job import ROLLOUT_STORE, JudgeTrainJob, TooFewPairs
+from rankgym.trainer.judge_job import ROLLOUT_STORE, JudgeTrainJob, TooFewPairs, require_checkable
 
 __all__ = ["cap_pairs", "job_dataset"]
 
@@ -91,15 +91,8 @@ def job_dataset(
             len(heldout),
             tasks,
         )
-    if job.min_check and (len(heldout) < job.min_check[0] or tasks < job.min_check[1]):
-        raise TooFewPairs(
-            f"the labelled pairs hold out {len(heldout)} pairs in {tasks} tasks and leave "
-            f"{len(train)} to train on; a held-out check needs {job.min_check[0]} pairs in "
-            f"{job.min_check[1]} tasks to decide anything",
-            len(train),
-            len(heldout),
-            tasks,
-        )
+    held = f"the labelled pairs hold out {len(heldout)} pairs in {tasks} tasks and leave {len(train)} to train on"  # fmt: skip
+    require_checkable(job, held, len(train), len(heldout), tasks)
     stats = {**ds.stats, "used": {"train": len(train), "heldout": len(heldout),
              "train_baselines": baselines(train), "heldout_baselines": baselines(heldout),
              "train_ties": len(train_ties), "heldout_ties": len(heldout_ties)}}  # fmt: skip
