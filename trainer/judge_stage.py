@@ -322,8 +322,7 @@ def judge_train_stage(trainer: Any) -> None:
             trainer.judge_train = {**res, "refresh": refreshed[-1]}
             trainer.echo(f"resume: judging with the judge refreshed after step {refreshed[-1]['after_step']}")  # fmt: skip
     _use_judge(trainer, judge)
-    jt = cfg.judge_train
-    if jt and jt.reward_when_passed and cfg.reward.kind != jt.reward_when_passed and not res["check"].get("passed"):  # fmt: skip
+    if falls_back(cfg) and not res["check"].get("passed"):
         # the configured judge stays (below): no calibration check of the failed one
         trainer.judge_check = None
     else:
@@ -342,7 +341,7 @@ def _maybe_judge_only(trainer: Any, check: dict[str, Any]) -> None:
     stage's first judge, so a resume decides the same."""
     cfg = trainer.cfg
     jt = cfg.judge_train
-    if jt is None or not jt.reward_when_passed or cfg.reward.kind == jt.reward_when_passed:
+    if jt is None or not falls_back(cfg):
         return
     report = trainer.judge_check
     calibration = report is None or report.get("decision") == "ok"
