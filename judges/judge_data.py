@@ -168,7 +168,7 @@ def _trajectories(
             yield gid, t
 
 
-def _pools(
+def task_pools(
     stores: dict[str, Store], runs: Iterable[str] | None
 ) -> dict[tuple[str, str], dict[str, tuple[str, Trajectory]]]:
     """(env, task) -> content hash -> (store name, trajectory) of every trajectory with a
@@ -197,7 +197,7 @@ def verifier_pairs(
     An episode cut at its turn limit before it answered (``truncated``, no verifiable reward)
     counts as a failure (0.0): "never answers" is a failure a judge must learn to rank low.
     """
-    pools = _pools(stores, runs)
+    pools = task_pools(stores, runs)
     rng = random.Random(seed)
     out: list[PairItem] = []
     for (env_id, task_id), pool in sorted(pools.items()):
@@ -277,7 +277,7 @@ def tie_pairs(
         out.extend(cands[:max_per_task])
 
     if "verifier" in sources:
-        for (env_id, task_id), pool in sorted(_pools(stores, runs).items()):
+        for (env_id, task_id), pool in sorted(task_pools(stores, runs).items()):
             take([
                 tie_pair(env_id, task_id, a, b, "verifier", sa)
                 for (sa, a), (_, b) in itertools.combinations(pool.values(), 2)

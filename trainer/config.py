@@ -294,6 +294,10 @@ class JudgeTrainSection(_Section):
     ``served-logit``: its order-averaged logit (``rankgym.trainer.judge_loss``)."""
     lambda_tie: float = Field(1.0, ge=0.0, le=1000.0)
     """Weight of the tie loss (``rankgym judge-train --lambda-tie``)."""
+    answer_swaps: int = Field(0, ge=0, le=64)
+    """Answer swaps per success on the training side (``rankgym judge-train --answer-swaps``):
+    a success with a final reply the policy wrote elsewhere in place of its own, labelled by
+    replaying the env (``trainer/judge_counterfactuals.py``); 0 = none."""
     max_context_tokens: int = Field(768, ge=64, le=1_000_000)
     """Longest pair presentation trained on (``--max-context-tokens``); longer ones are skipped."""
     max_train_pairs: int = Field(150, ge=1, le=1_000_000)

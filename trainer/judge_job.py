@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rankgym.errors import UserError
 
@@ -87,6 +87,11 @@ class JudgeTrainJob:
     init_adapter: str | None = None
     """Continue training this judge adapter (its LoRA shape; ``lora_*`` knobs ignored)
     instead of a fresh LoRA."""
+    answer_swaps: int = 0
+    """Answer swaps per success on the training side (``judge_counterfactuals``): pairs that
+    differ in the final reply only, labelled by replaying the env; 0 = none."""
+    env_kwargs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """env id -> kwargs to build it with for the answer swaps' replay (default: none)."""
     min_check: tuple[int, int] | None = None
     """(pairs, tasks): stop before any training, with :class:`TooFewPairs`, when the held-out
     pairs are fewer than that or span fewer tasks, i.e. too few to decide a check (the

@@ -16,6 +16,7 @@ from typing import Any
 from rankgym.judges.judge_data import PairItem, baselines, build_dataset, cap_ties
 from rankgym.judges.pair_files import write_jsonl
 from rankgym.store import Store
+from rankgym.trainer.judge_counterfactuals import SWAP_STORE, answer_swaps
 from rankgym.trainer.judge_job import ROLLOUT_STORE, JudgeTrainJob, TooFewPairs, require_checkable
 
 __all__ = ["cap_pairs", "job_dataset"]
@@ -67,12 +68,21 @@ def job_dataset(
     prefer = set(job.prefer_stores)
     if job.rollout is not None:  # the policy's judge-split rollout (see _rollout)
         prefer.add(str(job.out / ROLLOUT_STORE))
+    swaps: dict[str, Any] = {}
     try:
         ds = build_dataset(stores, job.heldout_fraction, job.min_gap, job.max_per_task,
                            job.length_balance, seed, sources=job.sources,
                            runs=job.runs, tie_ratio=job.tie_ratio,
                            prefer_stores=prefer,
                            min_heldout_tasks=job.min_heldout_tasks)  # fmt: skip
+        if job.answer_swaps:  # the training side only: the held-out check stays on real pairs
+            held_out = {(p.env_id, p.task_id) for p in ds.heldout + ds.heldout_ties}
+            made, made_stats = answer_swaps(stores, held_out, job.answer_swaps,
+                                            max_per_task=job.max_per_task, min_gap=job.min_gap,
+                                            seed=seed, runs=job.runs, env_kwargs=job.env_kwargs)  # fmt: skip
+            ds.train.extend(made)
+            prefer.add(SWAP_STORE)  # the policy's own replies, like its rollout's pairs
+            swaps = {"answer_swaps": made_stats.to_dict()}
     finally:
         for s in stores.values():
             s.close()
@@ -93,9 +103,10 @@ def job_dataset(
         )
     held = f"the labelled pairs hold out {len(heldout)} pairs in {tasks} tasks and leave {len(train)} to train on"  # fmt: skip
     require_checkable(job, held, len(train), len(heldout), tasks)
-    stats = {**ds.stats, "used": {"train": len(train), "heldout": len(heldout),
+    stats = {**ds.stats, **swaps, "used": {"train": len(train), "heldout": len(heldout),
              "train_baselines": baselines(train), "heldout_baselines": baselines(heldout),
-             "train_ties": len(train_ties), "heldout_ties": len(heldout_ties)}}  # fmt: skip
+             "train_ties": len(train_ties), "heldout_ties": len(heldout_ties),
+             "train_answer_swaps": sum(p.store == SWAP_STORE for p in train)}}  # fmt: skip
     data = job.out / "data"
     data.mkdir(parents=True, exist_ok=True)
     write_jsonl(data / "train.jsonl", train + train_ties)

@@ -1,0 +1,182 @@
+"""Answer swaps: judge pairs that differ in the answer only, labelled by replaying the env.
+
+A judge trained on a policy's own pairs learns whatever separates its successes from its
+failures most cheaply. On the demo's ToolUse policy that is length: its failures run to the
+turn limit, "pick the shorter" orders its decided pairs at 0.76-0.81, and a judge trained on
+them prefers the shorter of two equally good trajectories about 9 times in 10 (bench/RESULTS.md,
+issue 22). An **answer swap** takes a successful episode and puts, in place of its final reply,
+a final reply the policy wrote elsewhere (on the same task first, where it failed; then on the
+other tasks of the same env, those closest in length first). Everything before the answer,
+and nearly the length, stays; only whether the answer follows from the episode changes. Each
+swap is **replayed through the env** (its tool calls run again, the env's verifier scores the
+new final reply), and it is kept only when the replay of the untouched episode gives back its
+stored reward and the swap scores at least ``min_gap`` lower: the label is the verifier's, as
+for every other ``verifier`` pair.
+
+Swaps are made for the training side of the split only, so the held-out check stays on the
+policy's real pairs. What this does not do: invent wrong answers (every reply it swaps in was
+written by the policy), swap anything but the last message, or run without the env (an env
+that cannot be built here, or whose replay does not reproduce a stored reward, e.g. a tool that
+reads the clock, gives no swaps for that episode, and the counts say how many).
+"""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from rankgym.judges.judge_data import PairItem, task_pools
+from rankgym.types import Message, Trajectory
+
+__all__ = ["SWAP_STORE", "SwapStats", "answer_swaps"]
+
+SWAP_STORE = "answer-swaps"
+"""The ``store`` name of an answer-swap pair (:class:`PairItem.store`)."""
+
+
+@dataclass
+class SwapStats:
+    """What :func:`answer_swaps` made and why it made no more."""
+
+    successes: int = 0
+    """Episodes at or above the env's success threshold that end in a final reply."""
+    swaps: int = 0
+    not_reproduced: int = 0
+    """Successes whose replay did not give back their stored reward (no swaps from them)."""
+    not_worse: int = 0
+    """Swapped replies the verifier scored within ``min_gap`` of the success (not kept)."""
+    no_task: int = 0
+    """Tasks the env, built with its replay kwargs, does not have (no swaps for them)."""
+    no_env: list[str] = field(default_factory=list)
+    """Envs that could not be built here (no swaps for their tasks)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def _final(t: Trajectory) -> Message | None:
+    """The last message when it is the assistant's (the episode's answer), else None."""
+    if t.truncated or not t.messages or t.messages[-1].role != "assistant":
+        return None
+    return t.messages[-1]
+
+
+def _reply_key(m: Message) -> str:
+    return m.model_dump_json(include={"content", "tool_calls"})
+
+
+def _split_of(env: Any, task_id: str) -> str | None:
+    """The split of ``env`` that holds ``task_id`` (None: none does)."""
+    return next((s for s in env.splits if any(x.id == task_id for x in env.tasks(s))), None)
+
+
+def _replay(env: Any, split: str, t: Trajectory, messages: list[Message]) -> float | None:
+    """The env's reward for ``messages`` played as ``t``'s episode (its task, in ``split``), or
+    None when the replay does not end in a scored answer."""
+    first, _ = env.reset(options={"task_id": t.task_id, "split": split})
+    reward = None
+    for m in messages[len(first) :]:
+        if m.role != "assistant":
+            continue
+        if env.state.done:
+            return None
+        _, reward, _, _, _ = env.step(m.to_openai())
+    return float(reward) if env.state.done and reward is not None else None
+
+
+def _size(m: Message) -> int:
+    """Characters of a reply the judge reads: its text and its tool calls' arguments."""
+    return len(m.content or "") + sum(len(c.function.arguments) for c in m.tool_calls or [])
+
+
+def _candidates(
+    own: Message, same_task: list[Message], other_tasks: list[Message], rng: random.Random
+) -> list[Message]:
+    """Replies to swap in: the same task's first (shuffled), then other tasks' closest in
+    length to ``own`` (ties shuffled); none equal to ``own``."""
+    key = _reply_key(own)
+    a = [m for m in same_task if _reply_key(m) != key]
+    rng.shuffle(a)
+    b = [m for m in other_tasks if _reply_key(m) != key]
+    rng.shuffle(b)
+    b.sort(key=lambda m: abs(_size(m) - _size(own)))
+    return a + b
+
+
+def answer_swaps(
+    stores: dict[str, Any],
+    exclude: Iterable[tuple[str, str]],
+    per_success: int,
+    *,
+    max_per_task: int,
+    min_gap: float = 0.5,
+    seed: int = 0,
+    runs: Iterable[str] | None = None,
+    env_kwargs: dict[str, dict[str, Any]] | None = None,
+) -> tuple[list[PairItem], SwapStats]:
+    """Answer-swap pairs (success wins) for every task of ``stores`` but the ``(env id, task
+    id)`` in ``exclude`` (the held-out side of the split), from the trajectories of ``stores`` (name -> open ``Store``; ``runs`` as in ``judge_data``): at most
+    ``per_success`` from each success and ``max_per_task`` per task. ``env_kwargs``: env id ->
+    the kwargs to build it with for the replay (default: none)."""
+    from rankgym.envs.registry import make
+
+    stats = SwapStats()
+    if per_success < 1:
+        return [], stats
+    skip = set(exclude)
+    pools = task_pools(stores, runs)
+    replies: dict[str, dict[str, list[Message]]] = defaultdict(lambda: defaultdict(list))
+    for (env_id, task_id), pool in pools.items():
+        seen: set[str] = set()
+        for _, t in pool.values():
+            m = _final(t)
+            if m is not None and _reply_key(m) not in seen:
+                seen.add(_reply_key(m))
+                replies[env_id][task_id].append(m)
+    rng = random.Random(seed)
+    envs: dict[str, Any] = {}
+    out: list[PairItem] = []
+    for (env_id, task_id), pool in sorted(pools.items()):
+        if (env_id, task_id) in skip or env_id in stats.no_env:
+            continue
+        if env_id not in envs:
+            try:
+                envs[env_id] = make(env_id, **(env_kwargs or {}).get(env_id, {}))
+            except Exception:  # not registered here, or kwargs it does not take
+                stats.no_env.append(env_id)
+                continue
+        env = envs[env_id]
+        split = _split_of(env, task_id)
+        if split is None:
+            stats.no_task += 1
+            continue
+        others = [m for tid, ms in sorted(replies[env_id].items()) if tid != task_id for m in ms]
+        made: list[PairItem] = []
+        for _, s in sorted(pool.values(), key=lambda x: x[1].content_hash()):
+            own = _final(s)
+            if own is None or s.verifiable_reward is None:
+                continue
+            if s.verifiable_reward < float(env.success_threshold):
+                continue
+            stats.successes += 1
+            if _replay(env, split, s, s.messages) != s.verifiable_reward:
+                stats.not_reproduced += 1
+                continue
+            k = 0
+            for reply in _candidates(own, replies[env_id][task_id], others, rng):
+                if k >= per_success or len(made) >= max_per_task:
+                    break
+                msgs = [*s.messages[:-1], reply]
+                r = _replay(env, split, s, msgs)
+                if r is None or s.verifiable_reward - r < min_gap:
+                    stats.not_worse += 1
+                    continue
+                loser = Trajectory(env_id=env_id, task_id=task_id, seed=s.seed, messages=msgs, verifiable_reward=r)  # fmt: skip
+                made.append(PairItem(env_id, task_id, s, loser, "verifier", SWAP_STORE, s.verifiable_reward - r))  # fmt: skip
+                k += 1
+        stats.swaps += len(made)
+        out.extend(made)
+    return out, stats
