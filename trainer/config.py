@@ -294,6 +294,10 @@ class JudgeTrainSection(_Section):
     ``served-logit``: its order-averaged logit (``rankgym.trainer.judge_loss``)."""
     lambda_tie: float = Field(1.0, ge=0.0, le=1000.0)
     """Weight of the tie loss (``rankgym judge-train --lambda-tie``)."""
+    length_balance: bool = True
+    """Subsample decided pairs so "the longer wins" scores 0.5 on each side (``rankgym
+    judge-train --no-length-balance`` turns it off); the check compares the judge with the
+    better length rule on its held-out pairs either way."""
     answer_swaps: int = Field(0, ge=0, le=64)
     """Answer swaps per success on the training side (``rankgym judge-train --answer-swaps``):
     a success with a final reply the policy wrote elsewhere in place of its own, labelled by

@@ -130,3 +130,23 @@ def test_the_flag_reaches_the_job_and_a_bad_count_is_a_one_line_error(tmp_path: 
     assert main(["judge-train", "--store", "x.db", "--out", str(tmp_path), "--answer-swaps", "-1"]) == 2  # fmt: skip
     err = capsys.readouterr().err
     assert "--answer-swaps" in err and "Traceback" not in err
+
+
+def test_the_stage_section_sets_swaps_length_balance_and_the_replay_env(tmp_path: Path) -> None:
+    from rankgym.trainer.config import TrainConfig
+    from rankgym.trainer.demo import demo_config
+    from rankgym.trainer.judge_stage import _job
+
+    raw = demo_config(str(tmp_path / "run"), 1, "judge+verifiable", 0, judge_train=True)
+    raw["judge_train"].update({"answer_swaps": 3, "length_balance": False})
+    cfg = TrainConfig.model_validate(raw)
+    assert cfg.judge_train is not None
+    job = _job(cfg, cfg.judge_train, tmp_path / "jt", [])
+    assert job.answer_swaps == 3 and job.length_balance is False
+    assert job.env_kwargs == {ENV: cfg.env.kwargs}  # replayed in the env the stage rolls out
+    plain = TrainConfig.model_validate(demo_config(str(tmp_path / "r2"), 1, "judge+verifiable", 0, judge_train=True))  # fmt: skip
+    assert plain.judge_train is not None
+    default = _job(plain, plain.judge_train, tmp_path / "jt2", [])
+    assert default.answer_swaps == 0 and default.length_balance is True
+    with pytest.raises(ValueError, match="answer_swaps"):
+        TrainConfig.model_validate({**raw, "judge_train": {**raw["judge_train"], "answer_swaps": -1}})  # fmt: skip
