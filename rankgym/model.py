@@ -455,7 +455,8 @@ def adapter_on_base(
         name = "adapter-" + hashlib.sha256(str(Path(adapter_dir).resolve()).encode()).hexdigest()[:12]  # fmt: skip
         return load_named_adapter(base, adapter_dir, name), tok, name
     model, tok = load_causal_lm(str(base_dir), dtype, device=device)
-    model = PeftModel.from_pretrained(model, str(adapter_dir))
+    with peft_quiet():
+        model = PeftModel.from_pretrained(model, str(adapter_dir))
     model.eval()
     return model, tok, None
 

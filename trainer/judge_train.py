@@ -50,6 +50,7 @@ from safetensors.torch import load_file
 from tqdm.auto import tqdm
 
 from rankgym.judges.pair_judge import choice_ids, decision_logprobs
+from rankgym.model import peft_quiet
 from rankgym.trainer.config import LoraSection
 from rankgym.trainer.finite import check_update
 from rankgym.trainer.judge_loss import (
@@ -239,7 +240,8 @@ def add_lora(model: Any, cfg: JudgeTrainConfig) -> Any:
         layers_to_transform=layers,
         task_type="CAUSAL_LM",
     )
-    return get_peft_model(model, lora)
+    with peft_quiet():  # peft's own deprecated is_gradient_checkpointing read
+        return get_peft_model(model, lora)
 
 
 def _replace_dir(tmp: Path, target: Path) -> None:
