@@ -47,7 +47,8 @@ class SwapStats:
     not_reproduced: int = 0
     """Successes whose replay did not give back their stored reward (no swaps from them)."""
     not_worse: int = 0
-    """Swapped replies the verifier scored within ``min_gap`` of the success (not kept)."""
+    """Swapped replies the verifier scored within ``min_gap`` of the success, or whose replay
+    did not end the episode (not kept)."""
     no_task: int = 0
     """Tasks the env, built with its replay kwargs, does not have (no swaps for them)."""
     no_env: list[str] = field(default_factory=list)
@@ -117,10 +118,11 @@ def answer_swaps(
     runs: Iterable[str] | None = None,
     env_kwargs: dict[str, dict[str, Any]] | None = None,
 ) -> tuple[list[PairItem], SwapStats]:
-    """Answer-swap pairs (success wins) for every task of ``stores`` but the ``(env id, task
-    id)`` in ``exclude`` (the held-out side of the split), from the trajectories of ``stores`` (name -> open ``Store``; ``runs`` as in ``judge_data``): at most
-    ``per_success`` from each success and ``max_per_task`` per task. ``env_kwargs``: env id ->
-    the kwargs to build it with for the replay (default: none)."""
+    """Answer-swap pairs (the success wins) for every task of ``stores`` (name -> open
+    ``Store``; ``runs`` as in ``judge_data``) but the ``(env id, task id)`` in ``exclude`` (the
+    held-out side of the split): at most ``per_success`` from each success and
+    ``max_per_task`` per task. ``env_kwargs``: env id -> the kwargs to build it with for the
+    replay (default: none)."""
     from rankgym.envs.registry import make
 
     stats = SwapStats()
