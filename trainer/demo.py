@@ -344,6 +344,7 @@ def _drop_training_state(trainer: Any) -> None:
 def _demo_run(args: argparse.Namespace) -> dict[str, Any]:
     from rankgym.config import validate_config
     from rankgym.model import set_torch_threads
+    from rankgym.trainer.checkpoint import write_json_atomic
     from rankgym.trainer.commands import _echo
     from rankgym.trainer.config import TrainConfig
     from rankgym.trainer.evaluate import AdapterOffPolicy, evaluate_policies
@@ -415,6 +416,8 @@ def _demo_run(args: argparse.Namespace) -> dict[str, Any]:
         "train_s": round(t_train, 1),
         "wall_s": round(time.perf_counter() - t0, 1),
     }
+    summary_file = Path(out) / "demo.json"  # what --json prints, kept beside run.json
+    write_json_atomic(summary_file, out_summary)
     if not args.json:
         print(monitor_sentence(summary.get("monitor")))
         _print(flat)
@@ -422,7 +425,9 @@ def _demo_run(args: argparse.Namespace) -> dict[str, Any]:
         after = f"; judge dropped at step {dropped}, verifier alone after" if dropped else ""
         print(f"GRPO reward: {reward} (judge: {judge}{after})")
         print(f"adapters: SFT {out_summary['sft_adapter']}  SFT+GRPO {out_summary['adapter']}")
-        print(f"wall time: {out_summary['wall_s'] / 60:.1f} min")
+        print(
+            f"wall time: {out_summary['wall_s'] / 60:.1f} min (every number above: {summary_file})"
+        )
         print("open the dashboard on the store this run wrote:")
         print(f"  rankgym dashboard --store {store}")
     return out_summary

@@ -27,6 +27,7 @@ def test_demo_one_step_json(tmp_path: Path, capsys):
         "tool_call_rate", "mean_turns",
     ):  # fmt: skip
         assert key in s, key
+    assert json.loads((out / "demo.json").read_text()) == s  # the summary is kept in --out
     assert s["steps"] == 1 and s["sft_steps"] == 2 and s["reward"] == "judge+verifiable"
     assert s["judge"] == "local/smollm2-yesno"  # the recipe's judge (the shipped one: --judge)
     assert s["n"] == 2 and 0 <= s["tool_call_rate"] <= 1 and s["mean_turns"] >= 1
@@ -50,6 +51,7 @@ def test_demo_one_step_json(tmp_path: Path, capsys):
     assert main([*args, "--resume"]) == 0
     again = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert again["run_id"] == s["run_id"] and again["adapter"] == s["adapter"]
+    assert json.loads((out / "demo.json").read_text()) == again  # rewritten by the resume
     assert len(Store(s["store"], readonly=True).steps(s["run_id"])) == 1  # no second step 0
     assert again["sft_success"] == s["sft_success"]  # the same adapters, seeds and episodes
 
