@@ -70,8 +70,12 @@ def _reply_key(m: Message) -> str:
 
 
 def _split_of(env: Any, task_id: str) -> str | None:
-    """The split of ``env`` that holds ``task_id`` (None: none does)."""
-    return next((s for s in env.splits if any(x.id == task_id for x in env.tasks(s))), None)
+    """The split of ``env`` that holds ``task_id`` (None: none does), from the env's cached
+    task lists (``Env.get_task`` gives the task as listed under the split it was found in)."""
+    try:
+        return str(env.get_task(task_id).split)
+    except KeyError:
+        return None
 
 
 def _replay(env: Any, split: str, t: Trajectory, messages: list[Message]) -> float | None:
