@@ -1,11 +1,13 @@
-"""Does a judge trained with answer swaps read the answer rather than the length? One arm.
+"""Does a judge trained with answer swaps or chain edits read the content rather than the
+length? One arm.
 
 Trains one judge the way the ``[judge_train]`` stage does (``trainer/judge_stage._job``, the
-demo's settings plus ``--set`` overrides, e.g. ``answer_swaps``), on the policy's groups of
-``--train`` (a store: e.g. a judge-split rollout), and checks it on each ``--check`` store's
-real pairs (every decided pair, no length balance, with tie pairs) and on a content-only set:
-the answer swaps of the first check store's successes, each alone with its success (what a
-judge that reads only length cannot order). Prints one line per set: pairwise with its CI, the
+demo's settings plus ``--set`` overrides, e.g. ``answer_swaps``, ``chain_edits``), on the
+policy's groups of ``--train`` (a store: e.g. a judge-split rollout), and checks it on each
+``--check`` store's real pairs (every decided pair, no length balance, with tie pairs) and on
+two content-only sets made from the first check store's successes, each alone with its
+success: their answer swaps (what a judge that reads only length cannot order) and their
+chain edits (a chain one call short, or one call too long, answering with what it returned). Prints one line per set: pairwise with its CI, the
 better length rule on the same pairs, the share of tied pairs where it preferred the shorter,
 and whether the stage's check passes (``judge_stage_check.stage_check``).
 
@@ -32,6 +34,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 from rankgym.store import Store  # noqa: E402
 from rankgym.trainer.config import TrainConfig  # noqa: E402
 from rankgym.trainer.demo import demo_config  # noqa: E402
+from rankgym.trainer.judge_chain_edits import chain_edits  # noqa: E402
 from rankgym.trainer.judge_counterfactuals import answer_swaps  # noqa: E402
 from rankgym.trainer.judge_heldout import check_judge  # noqa: E402
 from rankgym.trainer.judge_job import JudgeTrainJob  # noqa: E402
@@ -44,10 +47,11 @@ KEYS = ("heldout_pairs", "heldout_tasks", "pairwise_accuracy", "pairwise_accurac
         "length_rule", "length_rule_picks", "tied_pairs", "tied_shorter", "passed")  # fmt: skip
 
 
-def swap_check_store(src: str, dst: Path, per_success: int = 2) -> str:
-    """A store of groups [success, one of its answer swaps] from ``src``'s successes."""
+def content_check_store(src: str, dst: Path, make=answer_swaps, per_success: int = 2) -> str:  # type: ignore[no-untyped-def]  # fmt: skip
+    """A store of groups [success, one of its answer swaps (or ``make``'s pairs)] from
+    ``src``'s successes."""
     with Store(src, readonly=True) as s:
-        pairs, _ = answer_swaps({src: s}, [], per_success, max_per_task=64)
+        pairs, _ = make({src: s}, [], per_success, max_per_task=64)
     with Store(dst) as out:
         out.put_groups([Group(run_id="swap-check", env_id=p.env_id, task_id=p.task_id,
                               trajectories=[p.winner, p.loser]) for p in pairs])  # fmt: skip
@@ -73,8 +77,10 @@ def main() -> None:
     summary = run_judge_train(job)
     data = json.loads((out / "jt" / "data" / "dataset.json").read_text())
     print(json.dumps({"train_seconds": round(time.time() - t0), "train_pairs": summary["train_pairs"],
-                      "answer_swaps": data.get("answer_swaps"), "used": data.get("used")}), flush=True)  # fmt: skip
-    sets = {"answer swaps (content only)": [swap_check_store(args.check[0], out / "swap-check.db")]}
+                      "answer_swaps": data.get("answer_swaps"),
+                      "chain_edits": data.get("chain_edits"), "used": data.get("used")}), flush=True)  # fmt: skip
+    sets = {"answer swaps (content only)": [content_check_store(args.check[0], out / "swap-check.db")],
+            "chain edits (content only)": [content_check_store(args.check[0], out / "edit-check.db", chain_edits)]}  # fmt: skip
     sets.update({Path(c).name if Path(c).name != "store.db" else str(Path(c).parent.name): [c] for c in args.check})  # fmt: skip
     for i, (name, stores) in enumerate(sets.items()):
         cj = JudgeTrainJob(out / f"check-{i}", stores=stores,

@@ -302,6 +302,11 @@ class JudgeTrainSection(_Section):
     """Answer swaps per success on the training side (``rankgym judge-train --answer-swaps``):
     a success with a final reply the policy wrote elsewhere in place of its own, labelled by
     replaying the env (``trainer/judge_counterfactuals.py``); 0 = none."""
+    chain_edits: int = Field(0, ge=0, le=64)
+    """Chain edits per success on the training side (``rankgym judge-train --chain-edits``): the
+    success with its last call left out, or one more call the policy made in a failed episode,
+    answering with what that chain returned, labelled by replaying the env
+    (``trainer/judge_chain_edits.py``); 0 = none."""
     max_context_tokens: int = Field(768, ge=64, le=1_000_000)
     """Longest pair presentation trained on (``--max-context-tokens``); longer ones are skipped."""
     max_train_pairs: int = Field(150, ge=1, le=1_000_000)

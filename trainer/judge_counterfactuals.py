@@ -24,14 +24,22 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from rankgym.judges.judge_data import PairItem, task_pools
 from rankgym.types import Message, Trajectory
 
-__all__ = ["SWAP_STORE", "SwapStats", "answer_swaps"]
+__all__ = [
+    "SWAP_STORE",
+    "SwapStats",
+    "answer_swaps",
+    "final_reply",
+    "replay",
+    "replay_env",
+    "split_of",
+]
 
 SWAP_STORE = "answer-swaps"
 """The ``store`` name of an answer-swap pair (:class:`PairItem.store`)."""
@@ -58,7 +66,7 @@ class SwapStats:
         return dict(self.__dict__)
 
 
-def _final(t: Trajectory) -> Message | None:
+def final_reply(t: Trajectory) -> Message | None:
     """The last message when it is the assistant's (the episode's answer), else None."""
     if t.truncated or not t.messages or t.messages[-1].role != "assistant":
         return None
@@ -69,7 +77,7 @@ def _reply_key(m: Message) -> str:
     return m.model_dump_json(include={"content", "tool_calls"})
 
 
-def _split_of(env: Any, task_id: str) -> str | None:
+def split_of(env: Any, task_id: str) -> str | None:
     """The split of ``env`` that holds ``task_id`` (None: none does), from the env's cached
     task lists (``Env.get_task`` gives the task as listed under the split it was found in)."""
     try:
@@ -78,7 +86,7 @@ def _split_of(env: Any, task_id: str) -> str | None:
         return None
 
 
-def _replay(env: Any, split: str, t: Trajectory, messages: list[Message]) -> float | None:
+def replay(env: Any, split: str, t: Trajectory, messages: list[Message]) -> float | None:
     """The env's reward for ``messages`` played as ``t``'s episode (its task, in ``split``), or
     None when the replay does not end in a scored answer."""
     first, _ = env.reset(options={"task_id": t.task_id, "split": split})
@@ -90,6 +98,45 @@ def _replay(env: Any, split: str, t: Trajectory, messages: list[Message]) -> flo
             return None
         _, reward, _, _, _ = env.step(m.to_openai())
     return float(reward) if env.state.done and reward is not None else None
+
+
+def replay_env(cache: dict[str, Any], env_id: str, env_kwargs: dict[str, dict[str, Any]] | None) -> Any:  # fmt: skip
+    """``env_id`` built once (kept in ``cache``) with its replay kwargs from ``env_kwargs``
+    (env id -> kwargs; default none), or None where it cannot be built here (not registered,
+    or kwargs it does not take)."""
+    if env_id not in cache:
+        from rankgym.envs.registry import make
+
+        try:
+            cache[env_id] = make(env_id, **(env_kwargs or {}).get(env_id, {}))
+        except Exception:
+            cache[env_id] = None
+    return cache[env_id]
+
+
+def replay_tasks(
+    pools: dict[tuple[str, str], Any],
+    exclude: Iterable[tuple[str, str]],
+    env_kwargs: dict[str, dict[str, Any]] | None,
+    stats: Any,
+) -> Iterator[tuple[str, str, Any, Any, str]]:
+    """``(env id, task id, pool, env, split)`` for each task of ``pools`` (``task_pools``), in
+    order, but those in ``exclude`` and those the env cannot replay here: an env that cannot be
+    built is added to ``stats.no_env`` (its tasks skipped), a task it does not have counts in
+    ``stats.no_task``."""
+    skip, envs = set(exclude), dict[str, Any]()
+    for (env_id, task_id), pool in sorted(pools.items()):
+        if (env_id, task_id) in skip or env_id in stats.no_env:
+            continue
+        env = replay_env(envs, env_id, env_kwargs)
+        if env is None:
+            stats.no_env.append(env_id)
+            continue
+        split = split_of(env, task_id)
+        if split is None:
+            stats.no_task += 1
+            continue
+        yield env_id, task_id, pool, env, split
 
 
 def _size(m: Message) -> int:
@@ -127,48 +174,31 @@ def answer_swaps(
     held-out side of the split): at most ``per_success`` from each success and
     ``max_per_task`` per task. ``env_kwargs``: env id -> the kwargs to build it with for the
     replay (default: none)."""
-    from rankgym.envs.registry import make
-
     stats = SwapStats()
     if per_success < 1:
         return [], stats
-    skip = set(exclude)
     pools = task_pools(stores, runs)
     replies: dict[str, dict[str, list[Message]]] = defaultdict(lambda: defaultdict(list))
     for (env_id, task_id), pool in pools.items():
         seen: set[str] = set()
         for _, t in pool.values():
-            m = _final(t)
+            m = final_reply(t)
             if m is not None and _reply_key(m) not in seen:
                 seen.add(_reply_key(m))
                 replies[env_id][task_id].append(m)
     rng = random.Random(seed)
-    envs: dict[str, Any] = {}
     out: list[PairItem] = []
-    for (env_id, task_id), pool in sorted(pools.items()):
-        if (env_id, task_id) in skip or env_id in stats.no_env:
-            continue
-        if env_id not in envs:
-            try:
-                envs[env_id] = make(env_id, **(env_kwargs or {}).get(env_id, {}))
-            except Exception:  # not registered here, or kwargs it does not take
-                stats.no_env.append(env_id)
-                continue
-        env = envs[env_id]
-        split = _split_of(env, task_id)
-        if split is None:
-            stats.no_task += 1
-            continue
+    for env_id, task_id, pool, env, split in replay_tasks(pools, exclude, env_kwargs, stats):
         others = [m for tid, ms in sorted(replies[env_id].items()) if tid != task_id for m in ms]
         made: list[PairItem] = []
         for _, s in sorted(pool.values(), key=lambda x: x[1].content_hash()):
-            own = _final(s)
+            own = final_reply(s)
             if own is None or s.verifiable_reward is None:
                 continue
             if s.verifiable_reward < float(env.success_threshold):
                 continue
             stats.successes += 1
-            if _replay(env, split, s, s.messages) != s.verifiable_reward:
+            if replay(env, split, s, s.messages) != s.verifiable_reward:
                 stats.not_reproduced += 1
                 continue
             k = 0
@@ -176,7 +206,7 @@ def answer_swaps(
                 if k >= per_success or len(made) >= max_per_task:
                     break
                 msgs = [*s.messages[:-1], reply]
-                r = _replay(env, split, s, msgs)
+                r = replay(env, split, s, msgs)
                 if r is None or s.verifiable_reward - r < min_gap:
                     stats.not_worse += 1
                     continue

@@ -90,8 +90,13 @@ class JudgeTrainJob:
     answer_swaps: int = 0
     """Answer swaps per success on the training side (``judge_counterfactuals``): pairs that
     differ in the final reply only, labelled by replaying the env; 0 = none."""
+    chain_edits: int = 0
+    """Chain edits per success on the training side (``judge_chain_edits``): pairs whose loser
+    leaves out the last call or makes one more the policy made elsewhere, and answers with what
+    its chain returned, labelled by replaying the env; 0 = none."""
     env_kwargs: dict[str, dict[str, Any]] = field(default_factory=dict)
-    """env id -> kwargs to build it with for the answer swaps' replay (default: none)."""
+    """env id -> kwargs to build it with for the replay of answer swaps and chain edits
+    (default: none)."""
     min_check: tuple[int, int] | None = None
     """(pairs, tasks): stop before any training, with :class:`TooFewPairs`, when the held-out
     pairs are fewer than that or span fewer tasks, i.e. too few to decide a check (the

@@ -16,6 +16,7 @@ from typing import Any
 from rankgym.judges.judge_data import PairItem, baselines, build_dataset, cap_ties
 from rankgym.judges.pair_files import write_jsonl
 from rankgym.store import Store
+from rankgym.trainer.judge_chain_edits import EDIT_STORE, chain_edits
 from rankgym.trainer.judge_counterfactuals import SWAP_STORE, answer_swaps
 from rankgym.trainer.judge_job import ROLLOUT_STORE, JudgeTrainJob, TooFewPairs, require_checkable
 
@@ -75,14 +76,17 @@ def job_dataset(
                            runs=job.runs, tie_ratio=job.tie_ratio,
                            prefer_stores=prefer,
                            min_heldout_tasks=job.min_heldout_tasks)  # fmt: skip
-        if job.answer_swaps:  # the training side only: the held-out check stays on real pairs
-            held_out = {(p.env_id, p.task_id) for p in ds.heldout + ds.heldout_ties}
-            made, made_stats = answer_swaps(stores, held_out, job.answer_swaps,
-                                            max_per_task=job.max_per_task, min_gap=job.min_gap,
-                                            seed=seed, runs=job.runs, env_kwargs=job.env_kwargs)  # fmt: skip
-            ds.train.extend(made)
-            prefer.add(SWAP_STORE)  # the policy's own replies, like its rollout's pairs
-            swaps = {"answer_swaps": made_stats.to_dict()}
+        # the training side only: the held-out check stays on real pairs
+        held_out = {(p.env_id, p.task_id) for p in ds.heldout + ds.heldout_ties}
+        for n, make, name, store in ((job.answer_swaps, answer_swaps, "answer_swaps", SWAP_STORE),
+                                     (job.chain_edits, chain_edits, "chain_edits", EDIT_STORE)):  # fmt: skip
+            if n:
+                made, made_stats = make(stores, held_out, n, max_per_task=job.max_per_task,
+                                        min_gap=job.min_gap, seed=seed, runs=job.runs,
+                                        env_kwargs=job.env_kwargs)  # fmt: skip
+                ds.train.extend(made)
+                prefer.add(store)  # the policy's own replies and calls, like its rollout's pairs
+                swaps[name] = made_stats.to_dict()
     finally:
         for s in stores.values():
             s.close()
@@ -106,7 +110,8 @@ def job_dataset(
     stats = {**ds.stats, **swaps, "used": {"train": len(train), "heldout": len(heldout),
              "train_baselines": baselines(train), "heldout_baselines": baselines(heldout),
              "train_ties": len(train_ties), "heldout_ties": len(heldout_ties),
-             "train_answer_swaps": sum(p.store == SWAP_STORE for p in train)}}  # fmt: skip
+             "train_answer_swaps": sum(p.store == SWAP_STORE for p in train),
+             "train_chain_edits": sum(p.store == EDIT_STORE for p in train)}}  # fmt: skip
     data = job.out / "data"
     data.mkdir(parents=True, exist_ok=True)
     write_jsonl(data / "train.jsonl", train + train_ties)

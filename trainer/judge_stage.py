@@ -75,7 +75,8 @@ def _job(cfg: TrainConfig, jt: JudgeTrainSection, out: Path, stores: list[str]) 
         max_train_pairs=jt.max_train_pairs, max_per_task=jt.max_pairs_per_task,
         max_heldout_pairs=jt.max_heldout_pairs, heldout_fraction=jt.heldout_fraction,
         min_heldout_tasks=MIN_CHECK_TASKS, train=train, compare_with=(),
-        answer_swaps=jt.answer_swaps, length_balance=jt.length_balance,
+        answer_swaps=jt.answer_swaps, chain_edits=jt.chain_edits,
+        length_balance=jt.length_balance,
         env_kwargs={e: _rollout_kwargs(cfg, e) or {} for e in _envs(cfg)},
     )  # fmt: skip
 

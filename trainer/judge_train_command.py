@@ -76,6 +76,7 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lambda-tie", type=float, default=1.0, help="weight of the tie loss (default: 1.0)")  # fmt: skip
     p.add_argument("--tie-loss", choices=TIE_LOSS_CHOICES, default="presentation", help="what the tie loss pulls to 0.5: each presentation's P(first better), the pair's order-averaged P that serving reads (served), or its order-averaged logit (served-logit: same zero, a gradient a position bias does not flatten); the served forms keep both orders in one batch (default: %(default)s)")  # fmt: skip
     p.add_argument("--answer-swaps", type=int, default=0, metavar="N", help="also train on up to N answer swaps per success of the training side: the success with a final reply the policy wrote elsewhere (the same task's failures first) in place of its own, labelled by replaying the env; teaches what the answer says rather than how long the episode is; 0 = none (default: 0)")  # fmt: skip
+    p.add_argument("--chain-edits", type=int, default=0, metavar="N", help="also train on up to N chain edits per success of the training side: the success with its last call left out, or with one more call the policy made in a failed episode of the task, answering with what that chain returned, labelled by replaying the env; teaches whether the calls lead to the answer; 0 = none (default: 0)")  # fmt: skip
     p.add_argument("--init-adapter", metavar="DIR", help="continue training this judge adapter (OUT/adapter of an earlier judge-train; its LoRA shape, --lora-* ignored) instead of a fresh LoRA")  # fmt: skip
     p.add_argument("--save-dtype", choices=("float32", "bfloat16"), default="float32", help="dtype of the saved adapter weights (bfloat16 halves the file; default: %(default)s)")  # fmt: skip
 
@@ -108,6 +109,7 @@ FLAG_RANGES: dict[str, tuple[float, float, bool]] = {
     "human_weight": (0.0, 1000.0, True),
     "tie_ratio": (0.0, 100.0, True),
     "answer_swaps": (0, 64, True),
+    "chain_edits": (0, 64, True),
     "lambda_tie": (0.0, 100.0, True),
     "rollout_tasks": (1, 1_000_000, True),
     "rollout_group_size": (2, 1024, True),
@@ -186,6 +188,7 @@ def _job(args: argparse.Namespace) -> JudgeTrainJob:
         prefer_stores=list(args.prefer_store or []), sources=_sources(args),
         human_weight=args.human_weight, rollout=rollout, save_dtype=args.save_dtype,
         tie_ratio=args.tie_ratio, init_adapter=args.init_adapter, answer_swaps=args.answer_swaps,
+        chain_edits=args.chain_edits,
     )  # fmt: skip
 
 
