@@ -53,8 +53,10 @@ def content_check_store(src: str, dst: Path, make=answer_swaps, per_success: int
     with Store(src, readonly=True) as s:
         pairs, _ = make({src: s}, [], per_success, max_per_task=64)
     with Store(dst) as out:
-        out.put_groups([Group(run_id="swap-check", env_id=p.env_id, task_id=p.task_id,
-                              trajectories=[p.winner, p.loser]) for p in pairs])  # fmt: skip
+        # a success can win several pairs: each group holds its own copy (ids are unique)
+        out.put_groups([Group(run_id="content-check", env_id=p.env_id, task_id=p.task_id,
+                              trajectories=[p.winner.model_copy(update={"id": f"{p.winner.id}-{i}"}), p.loser])
+                        for i, p in enumerate(pairs)])  # fmt: skip
     return str(dst)
 
 
@@ -64,6 +66,7 @@ def main() -> None:
     ap.add_argument("--check", action="append", required=True, help="store to check on (repeatable)")  # fmt: skip
     ap.add_argument("--out", required=True)
     ap.add_argument("--set", default="{}", help="JSON of [judge_train] overrides")
+    ap.add_argument("--checks-only", action="store_true", help="check the judge OUT/jt/report.json names (trained before) again, without training")  # fmt: skip
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -74,7 +77,8 @@ def main() -> None:
     # every task of the store is replayed with the env's defaults, not the demo env's subset
     job = replace(_job(cfg, cfg.judge_train, out / "jt", [args.train]), env_kwargs={})
     t0 = time.time()
-    summary = run_judge_train(job)
+    report = out / "jt" / "report.json"
+    summary = json.loads(report.read_text()) if args.checks_only else run_judge_train(job)
     data = json.loads((out / "jt" / "data" / "dataset.json").read_text())
     print(json.dumps({"train_seconds": round(time.time() - t0), "train_pairs": summary["train_pairs"],
                       "answer_swaps": data.get("answer_swaps"),
