@@ -236,6 +236,7 @@ def run_judge_train(job: JudgeTrainJob, progress: bool = False) -> dict[str, Any
             "sampling": t_train - t_sample,
             "training": t_done - t_train,
         },  # fmt: skip
+        "counterfactuals": {k: stats[k] for k in ("answer_swaps", "chain_edits") if k in stats},
         "threads": threads,
         "load_avg": os.getloadavg()[0],
         "meta_file": str(adapter / META_FILE),

@@ -214,12 +214,36 @@ def _print(summary: dict[str, Any]) -> None:
           + (f", compare {s['compare']:.0f}s" if "compare" in s else ""))  # fmt: skip
     if summary.get("stopped_on_time_cap"):
         print(time_cap_line(summary))
+    for line in counterfactual_lines(summary.get("counterfactuals") or {}):
+        print(line)
     if "comparison" in summary:
         print(format_comparison(summary["comparison"]))
     for judge, t in (summary.get("ties") or {}).items():
         print(f"held-out tie pairs ({t['pairs']}), {judge}: prefers the shorter {_f(t['prefers_shorter'])}, "
               f"fewer calls {_f(t['prefers_fewer_calls'])}, mean |P - 0.5| {_f(t['mean_abs_dev'])} "
               "(indifferent: 0.50, 0.50, 0.00)")  # fmt: skip
+
+
+def counterfactual_lines(made: dict[str, dict[str, Any]]) -> list[str]:
+    """One line per kind of counterfactual pair asked for (``--answer-swaps``,
+    ``--chain-edits``): how many were made from how many successes, and why no more."""
+    out = []
+    for key, name in (("answer_swaps", "answer swaps"), ("chain_edits", "chain edits")):
+        st = made.get(key)
+        if st is None:
+            continue
+        n = st.get("swaps", sum(st.get(k, 0) for k in ("dropped", "reversed", "extended")))
+        kinds = "" if key == "answer_swaps" else f" ({st['dropped']} drop, {st['reversed']} reverse, {st['extended']} extend)"  # fmt: skip
+        why = [f"{st[k]} {k.replace('_', ' ')}" for k in ("not_worse", "no_answer", "not_reproduced", "no_task") if st.get(k)]  # fmt: skip
+        if st.get("no_env"):
+            why.append(f"envs not built here for the replay: {', '.join(st['no_env'])}")
+        line = f"{name}: {n} made from {st['successes']} training-side successes{kinds}"
+        if why:
+            line += "; not made: " + ", ".join(why)
+        if not st["successes"]:
+            line += " (no success on the training side to make them from)"
+        out.append(line + " (data/dataset.json)")
+    return out
 
 
 def _f(x: float | None) -> str:

@@ -183,3 +183,34 @@ def test_the_flag_and_the_stage_section_reach_the_job(tmp_path: Path, capsys) ->
     assert _job(cfg, cfg.judge_train, tmp_path / "jt", []).chain_edits == 2
     with pytest.raises(ValueError, match="chain_edits"):
         TrainConfig.model_validate({**raw, "judge_train": {**raw["judge_train"], "chain_edits": -1}})  # fmt: skip
+
+
+def test_judge_train_says_how_many_counterfactuals_it_made_and_why_no_more() -> None:
+    from rankgym.trainer.judge_train_command import counterfactual_lines
+
+    made = {
+        "answer_swaps": {
+            "successes": 44,
+            "swaps": 176,
+            "not_reproduced": 0,
+            "not_worse": 34,
+            "no_task": 0,
+            "no_env": [],
+        },  # fmt: skip
+        "chain_edits": {
+            "successes": 0,
+            "dropped": 0,
+            "reversed": 0,
+            "extended": 0,
+            "not_reproduced": 0,
+            "no_answer": 0,
+            "not_worse": 0,
+            "no_task": 0,
+            "no_env": ["acme/Env-v0"],
+        },  # fmt: skip
+    }
+    swaps, edits = counterfactual_lines(made)
+    assert swaps.startswith("answer swaps: 176 made from 44") and "34 not worse" in swaps
+    assert "0 drop, 0 reverse, 0 extend" in edits and "acme/Env-v0" in edits
+    assert "no success on the training side" in edits
+    assert counterfactual_lines({}) == []
