@@ -24,15 +24,20 @@ __all__ = ["cap_pairs", "job_dataset"]
 
 
 def cap_pairs(
-    pairs: list[PairItem], n: int, seed: int, prefer: set[str] | None = None
+    pairs: list[PairItem],
+    n: int,
+    seed: int,
+    prefer: set[str] | None = None,
+    last: set[str] | None = None,
 ) -> list[PairItem]:
     """At most ``n`` pairs, an equal share per env (seeded). Within an env, pairs from the
-    ``prefer`` stores (the policy's own groups) come first, and the share is filled taking
-    longer-wins and shorter-wins pairs in turn (near misses first on each side), so the cap
-    keeps the length balance that the pairs allow."""
+    ``prefer`` stores (the policy's own groups) come first and those of the ``last`` stores
+    (counterfactuals made from the others) last, and the share is filled taking longer-wins
+    and shorter-wins pairs in turn (near misses first on each side), so the cap keeps the
+    length balance that the pairs allow."""
     from rankgym.judges.judge_data import visible_length
 
-    prefer = prefer or set()
+    prefer, last = prefer or set(), last or set()
     by_env: dict[str, list[PairItem]] = {}
     for p in pairs:
         by_env.setdefault(p.env_id, []).append(p)
@@ -42,7 +47,7 @@ def cap_pairs(
     for k, env in enumerate(envs):
         items = list(by_env[env])
         rng.shuffle(items)
-        items.sort(key=lambda p: (p.store not in prefer, not p.near_miss))  # stable
+        items.sort(key=lambda p: (p.store in last, p.store not in prefer, not p.near_miss))
         sides: dict[int, list[PairItem]] = {1: [], -1: [], 0: []}
         for p in items:
             lw, ll = visible_length(p.winner), visible_length(p.loser)
@@ -52,7 +57,7 @@ def cap_pairs(
             for side in (0, 1, -1):
                 if sides[side]:
                     merged.append(sides[side].pop(0))
-        merged.sort(key=lambda p: p.store not in prefer)  # stable: the policy's pairs first
+        merged.sort(key=lambda p: (p.store in last, p.store not in prefer))  # stable
         share = (n - len(out)) // (len(envs) - k)
         out.extend(merged[:share])
     keep = {id(p) for p in out}
@@ -78,19 +83,18 @@ def job_dataset(
                            min_heldout_tasks=job.min_heldout_tasks)  # fmt: skip
         # the training side only: the held-out check stays on real pairs
         held_out = {(p.env_id, p.task_id) for p in ds.heldout + ds.heldout_ties}
-        for n, make, name, store in ((job.answer_swaps, answer_swaps, "answer_swaps", SWAP_STORE),
-                                     (job.chain_edits, chain_edits, "chain_edits", EDIT_STORE)):  # fmt: skip
+        for n, make, name in ((job.answer_swaps, answer_swaps, "answer_swaps"),
+                              (job.chain_edits, chain_edits, "chain_edits")):  # fmt: skip
             if n:
                 made, made_stats = make(stores, held_out, n, max_per_task=job.max_per_task,
                                         min_gap=job.min_gap, seed=seed, runs=job.runs,
                                         env_kwargs=job.env_kwargs)  # fmt: skip
-                ds.train.extend(made)
-                prefer.add(store)  # the policy's own replies and calls, like its rollout's pairs
+                ds.train.extend(made)  # last under the cap: never before a real pair
                 swaps[name] = made_stats.to_dict()
     finally:
         for s in stores.values():
             s.close()
-    train = cap_pairs(ds.train, job.max_train_pairs, seed, prefer)
+    train = cap_pairs(ds.train, job.max_train_pairs, seed, prefer, {SWAP_STORE, EDIT_STORE})
     heldout = cap_pairs(ds.heldout, job.max_heldout_pairs, seed + 1, prefer)
     train_ties = cap_ties(ds.train_ties, round(job.tie_ratio * len(train)), seed, prefer)
     heldout_ties = cap_ties(ds.heldout_ties, round(job.tie_ratio * len(heldout)), seed + 1, prefer)  # fmt: skip

@@ -214,3 +214,18 @@ def test_judge_train_says_how_many_counterfactuals_it_made_and_why_no_more() -> 
     assert "0 drop, 0 reverse, 0 extend" in edits and "acme/Env-v0" in edits
     assert "no success on the training side" in edits
     assert counterfactual_lines({}) == []
+
+
+def test_the_cap_keeps_every_real_pair_before_any_counterfactual(tmp_path: Path) -> None:
+    with Store(tmp_path / "s.db") as s:
+        for task in calc_tasks(6):
+            oracle = make(ENV).oracle(task)
+            expr = json.loads(oracle[0]["tool_calls"][0]["function"]["arguments"])["expression"]
+            good = play(task.id, oracle)
+            bad = play(task.id, [call("calculate", expression=expr), call("calculate", expression=f"({expr}) + 77"), answer("The answer is 0.")])  # fmt: skip
+            s.put_group(Group(env_id=ENV, task_id=task.id, trajectories=[good, bad]))
+    kw: dict[str, Any] = {"stores": [str(tmp_path / "s.db")], "heldout_fraction": 0.34, "length_balance": False, "max_per_task": 4}  # fmt: skip
+    real, _, _ = job_dataset(JudgeTrainJob(tmp_path / "jt0", **kw))
+    train, _, _ = job_dataset(JudgeTrainJob(tmp_path / "jt", chain_edits=2, answer_swaps=2, max_train_pairs=len(real) + 1, **kw))  # fmt: skip
+    assert {p.id for p in real} <= {p.id for p in train}  # no real pair crowded out
+    assert len(train) == len(real) + 1
