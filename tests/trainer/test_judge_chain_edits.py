@@ -52,6 +52,17 @@ def calc_tasks(n: int) -> list[Any]:
     return [t for t in env.tasks("train") if t.id.startswith("tooluse-calc-easy")][:n]
 
 
+def calc_store(path: Path) -> None:
+    """Six calc tasks, each a group of the oracle's success and a chain one call too long."""
+    with Store(path) as s:
+        for task in calc_tasks(6):
+            oracle = make(ENV).oracle(task)
+            expr = json.loads(oracle[0]["tool_calls"][0]["function"]["arguments"])["expression"]
+            good = play(task.id, oracle)
+            bad = play(task.id, [call("calculate", expression=expr), call("calculate", expression=f"({expr}) + 77"), answer("The answer is 0.")])  # fmt: skip
+            s.put_group(Group(env_id=ENV, task_id=task.id, trajectories=[good, bad]))
+
+
 def test_restate_replaces_the_stated_result_verbatim_or_rounded() -> None:
     assert restate("The answer is 30.", "30", "660") == "The answer is 660."
     assert restate("<answer>30</answer>", "30", "7") == "<answer>7</answer>"
@@ -143,13 +154,7 @@ def test_an_env_that_is_not_here_gives_no_edits_and_says_so(tmp_path: Path) -> N
 
 
 def test_judge_train_data_edits_on_the_training_side_only(tmp_path: Path) -> None:
-    with Store(tmp_path / "s.db") as s:
-        for task in calc_tasks(6):
-            oracle = make(ENV).oracle(task)
-            expr = json.loads(oracle[0]["tool_calls"][0]["function"]["arguments"])["expression"]
-            good = play(task.id, oracle)
-            bad = play(task.id, [call("calculate", expression=expr), call("calculate", expression=f"({expr}) + 77"), answer("The answer is 0.")])  # fmt: skip
-            s.put_group(Group(env_id=ENV, task_id=task.id, trajectories=[good, bad]))
+    calc_store(tmp_path / "s.db")
     job = JudgeTrainJob(tmp_path / "jt", stores=[str(tmp_path / "s.db")], heldout_fraction=0.34,
                         length_balance=False, chain_edits=2, answer_swaps=1, max_per_task=4)  # fmt: skip
     train, heldout, stats = job_dataset(job)
@@ -217,13 +222,7 @@ def test_judge_train_says_how_many_counterfactuals_it_made_and_why_no_more() -> 
 
 
 def test_the_cap_keeps_every_real_pair_before_any_counterfactual(tmp_path: Path) -> None:
-    with Store(tmp_path / "s.db") as s:
-        for task in calc_tasks(6):
-            oracle = make(ENV).oracle(task)
-            expr = json.loads(oracle[0]["tool_calls"][0]["function"]["arguments"])["expression"]
-            good = play(task.id, oracle)
-            bad = play(task.id, [call("calculate", expression=expr), call("calculate", expression=f"({expr}) + 77"), answer("The answer is 0.")])  # fmt: skip
-            s.put_group(Group(env_id=ENV, task_id=task.id, trajectories=[good, bad]))
+    calc_store(tmp_path / "s.db")
     kw: dict[str, Any] = {"stores": [str(tmp_path / "s.db")], "heldout_fraction": 0.34, "length_balance": False, "max_per_task": 4}  # fmt: skip
     real, _, _ = job_dataset(JudgeTrainJob(tmp_path / "jt0", **kw))
     train, _, _ = job_dataset(JudgeTrainJob(tmp_path / "jt", chain_edits=2, answer_swaps=2, max_train_pairs=len(real) + 1, **kw))  # fmt: skip
