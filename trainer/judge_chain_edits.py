@@ -113,7 +113,7 @@ def restate(text: str, old: str, new: str) -> str | None:
     """``text`` with its last statement of the tool result ``old`` replaced by ``new``: the
     last whole-word occurrence of ``old``, else the last number that is ``old`` rounded to the
     digits it shows (rewritten as ``new`` rounded alike). None when ``text`` states neither,
-    or when ``new`` is ``old``."""
+    or when the restated reply would say the same (``new`` is ``old``, or rounds alike)."""
     old, new = old.strip(), new.strip()
     if not text or not old or not new or old == new:
         return None
@@ -128,7 +128,8 @@ def restate(text: str, old: str, new: str) -> str | None:
         shown = m.group(0)
         digits = len(shown.split(".")[1]) if "." in shown else 0
         if abs(float(shown) - x) <= 0.5 * 10**-digits + 1e-9:
-            return text[: m.start()] + f"{y:.{digits}f}" + text[m.end() :]
+            out = text[: m.start()] + f"{y:.{digits}f}" + text[m.end() :]
+            return out if out != text else None  # rounded alike, the reply says the same
     return None
 
 

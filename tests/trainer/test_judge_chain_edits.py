@@ -71,6 +71,7 @@ def test_restate_replaces_the_stated_result_verbatim_or_rounded() -> None:
     assert restate("30 + 3 = 33, so 33.", "33", "9") == "30 + 3 = 33, so 9."  # the last statement
     assert restate("The answer is 330.", "30", "9") is None  # not a whole number of the reply
     assert restate("The answer is 30.", "30", "30") is None
+    assert restate("About 1.0 m.", "1.04", "1.0") is None  # rounds alike: the same reply
     assert restate("Monday it is.", "Monday", "2027-04-19") == "2027-04-19 it is."
     assert restate("Done.", "Monday", "Tuesday") is None
 
@@ -79,7 +80,7 @@ def test_restate_replaces_the_stated_result_verbatim_or_rounded() -> None:
 def test_restate_never_raises_and_states_the_new_result_where_it_answers(text: str, old: str, new: str) -> None:  # fmt: skip
     out = restate(text, old, new)
     if out is not None:
-        assert out != text or old.strip() in new.strip()
+        assert out != text
         stated = new.strip()
         try:
             y = float(stated)
