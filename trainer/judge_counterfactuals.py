@@ -18,6 +18,9 @@ policy's real pairs. What this does not do: invent wrong answers (every reply it
 written by the policy), swap anything but the last message, or run without the env (an env
 that cannot be built here, or whose replay does not reproduce a stored reward, e.g. a tool that
 reads the clock, gives no swaps for that episode, and the counts say how many).
+
+The replay helpers here (:func:`replay_tasks`, :func:`replay`, :func:`final_reply`) are shared
+with the chain edits of ``judge_chain_edits``.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ __all__ = [
     "final_reply",
     "replay",
     "replay_env",
+    "replay_tasks",
     "split_of",
 ]
 
