@@ -42,7 +42,7 @@ from typing import Any
 
 from rankgym.envs.rollout_episode import clean_message
 from rankgym.judges.judge_data import PairItem, task_pools
-from rankgym.trainer.judge_counterfactuals import final_reply, replay_tasks
+from rankgym.trainer.judge_counterfactuals import Replay, final_reply, play_on, replay, replay_tasks
 from rankgym.types import Message, Trajectory
 
 __all__ = ["EDIT_STORE", "ChainEditStats", "chain_edits", "restate"]
@@ -81,32 +81,9 @@ class ChainEditStats:
         return dict(self.__dict__)
 
 
-@dataclass(frozen=True)
-class _Play:
-    reward: float | None
-    """The verifier's score, or None when the episode did not end in a scored answer."""
-    messages: list[Message]
-    """The episode as the env recorded it."""
-    results: list[list[Any]]
-    """Per assistant message played, the ``ToolResult``s of its calls (empty: no call ran)."""
-
-
-def _play(env: Any, split: str, t: Trajectory, messages: list[Message]) -> _Play | None:
-    """``messages`` played as ``t``'s episode (its task, in ``split``), one assistant message
-    at a time; None when a message comes after the episode ended."""
-    first, _ = env.reset(options={"task_id": t.task_id, "split": split})
-    reward, results = None, []
-    for m in messages[len(first) :]:
-        if m.role != "assistant":
-            continue
-        if env.state.done:
-            return None
-        n = len(env.state.tool_results)
-        _, reward, _, _, _ = env.step(m.to_openai())
-        results.append(list(env.state.tool_results[n:]))
-    recorded = [Message.model_validate(clean_message(x)) for x in env.state.messages]
-    scored = float(reward) if env.state.done and reward is not None else None
-    return _Play(scored, recorded, results)
+def _recorded(env: Any) -> list[Message]:
+    """The episode as ``env`` recorded it (as a rollout stores it)."""
+    return [Message.model_validate(clean_message(x)) for x in env.state.messages]
 
 
 def restate(text: str, old: str, new: str) -> str | None:
@@ -150,7 +127,7 @@ def _ran(results: list[Any]) -> bool:
 
 
 def _edits(
-    s: Trajectory, p: _Play, failed_calls: list[Message], per_success: int, rng: random.Random
+    s: Trajectory, p: Replay, failed_calls: list[Message], per_success: int, rng: random.Random
 ) -> Iterable[tuple[str, list[Message]]]:
     """The success ``s``'s candidate edits (kind, messages without the answer, which
     :func:`_answer` restates once the edited chain has run), drop and reverse first; ``p``: its
@@ -226,29 +203,28 @@ def chain_edits(
         made: list[PairItem] = []
         for s in wins:
             stats.successes += 1
-            p = _play(env, split, s, s.messages)
+            p = replay(env, split, s, s.messages)
             if p is None or p.reward != s.verifiable_reward:
                 stats.not_reproduced += 1
                 continue
-            old = [r for rs in p.results if _ran(rs) for r in rs][-1:] if p.results else []
-            final = final_reply(s)
-            k = 0
+            old = p.last_result()
+            if old is None:
+                continue
+            final, k = s.messages[-1].content or "", 0
             for kind, msgs in _edits(s, p, list(failed.values()), per_success, rng):
-                if k >= per_success or len(made) >= max_per_task or not old or final is None:
+                if k >= per_success or len(made) >= max_per_task:
                     break
-                answer = _answer(env, split, s, kind, msgs, old[0].content, final.content or "")
+                head = replay(env, split, s, msgs)  # the env stays on this episode
+                answer = _answer(kind, head, old.content, final)
                 if answer is None:
                     stats.no_answer += 1
                     continue
-                if answer == "":
-                    stats.not_worse += 1
-                    continue
-                q = _play(env, split, s, [*msgs, Message(role="assistant", content=answer)])
+                q = None if not answer or head is None else play_on(env, head, [Message(role="assistant", content=answer)])  # fmt: skip
                 assert s.verifiable_reward is not None
                 if q is None or q.reward is None or s.verifiable_reward - q.reward < min_gap:
                     stats.not_worse += 1
                     continue
-                loser = Trajectory(env_id=env_id, task_id=task_id, seed=s.seed, messages=q.messages, verifiable_reward=q.reward)  # fmt: skip
+                loser = Trajectory(env_id=env_id, task_id=task_id, seed=s.seed, messages=_recorded(env), verifiable_reward=q.reward)  # fmt: skip
                 made.append(PairItem(env_id, task_id, s, loser, "verifier", EDIT_STORE, s.verifiable_reward - q.reward))  # fmt: skip
                 stats.dropped += kind == "drop"
                 stats.reversed += kind == "reverse"
@@ -258,18 +234,16 @@ def chain_edits(
     return out, stats
 
 
-def _answer(
-    env: Any, split: str, s: Trajectory, kind: str, msgs: list[Message], old: str, final: str
-) -> str | None:
-    """The success's final reply restated with the edited chain's last result: for ``drop``
-    the last result left in ``msgs``, otherwise what its last call returns when played.
-    None: the reply does not state ``old``; "": the edited chain has no result that ran."""
-    p = _play(env, split, s, msgs)
-    if p is None or not p.results:
+def _answer(kind: str, head: Replay | None, old: str, final: str) -> str | None:
+    """The success's final reply ``final`` restated with the last result of the edited chain
+    ``head`` (for ``drop`` the last left in it, otherwise its last call's, which must have run)
+    in place of ``old``. None: the reply does not state ``old``; "": the edited chain has no
+    result that ran, or its result is ``old``."""
+    if head is None or not head.results:
         return ""
-    if kind != "drop" and not _ran(p.results[-1]):
+    if kind != "drop" and not _ran(head.results[-1]):
         return ""
-    last = [r for rs in p.results if _ran(rs) for r in rs]
-    if not last or last[-1].content.strip() == old.strip():
+    last = head.last_result()
+    if last is None or last.content.strip() == old.strip():
         return ""
-    return restate(final, old, last[-1].content)
+    return restate(final, old, last.content)

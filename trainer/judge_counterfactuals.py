@@ -19,7 +19,7 @@ written by the policy), swap anything but the last message, or run without the e
 that cannot be built here, or whose replay does not reproduce a stored reward, e.g. a tool that
 reads the clock, gives no swaps for that episode, and the counts say how many).
 
-The replay helpers here (:func:`replay_tasks`, :func:`replay`, :func:`final_reply`) are shared
+The replay helpers here (:func:`replay_tasks`, :func:`replay`, :func:`play_on`) are shared
 with the chain edits of ``judge_chain_edits``.
 """
 
@@ -36,9 +36,11 @@ from rankgym.types import Message, Trajectory
 
 __all__ = [
     "SWAP_STORE",
+    "Replay",
     "SwapStats",
     "answer_swaps",
     "final_reply",
+    "play_on",
     "replay",
     "replay_env",
     "replay_tasks",
@@ -90,18 +92,41 @@ def split_of(env: Any, task_id: str) -> str | None:
         return None
 
 
-def replay(env: Any, split: str, t: Trajectory, messages: list[Message]) -> float | None:
-    """The env's reward for ``messages`` played as ``t``'s episode (its task, in ``split``), or
-    None when the replay does not end in a scored answer."""
+@dataclass(frozen=True)
+class Replay:
+    """An episode played again through its env (:func:`replay`, :func:`play_on`)."""
+
+    reward: float | None
+    """The verifier's score, or None when the episode did not end in a scored answer."""
+    results: list[list[Any]]
+    """Per assistant message played, the ``ToolResult``s of its calls (empty: it made none)."""
+
+    def last_result(self) -> Any | None:
+        """The last tool result of a message whose calls all ran, or None."""
+        ran = [r for rs in self.results if rs and all(x.ok for x in rs) for r in rs]
+        return ran[-1] if ran else None
+
+
+def replay(env: Any, split: str, t: Trajectory, messages: list[Message]) -> Replay | None:
+    """``messages`` played as ``t``'s episode (its task, in ``split``), one assistant message at
+    a time; None when a message comes after the episode ended."""
     first, _ = env.reset(options={"task_id": t.task_id, "split": split})
-    reward = None
-    for m in messages[len(first) :]:
+    return play_on(env, Replay(None, []), messages[len(first) :])
+
+
+def play_on(env: Any, played: Replay, messages: list[Message]) -> Replay | None:
+    """``played`` continued with the assistant messages of ``messages``, on ``env`` as the
+    replay that gave ``played`` left it; None when a message comes after the episode ended."""
+    reward, results = played.reward, list(played.results)
+    for m in messages:
         if m.role != "assistant":
             continue
         if env.state.done:
             return None
+        n = len(env.state.tool_results)
         _, reward, _, _, _ = env.step(m.to_openai())
-    return float(reward) if env.state.done and reward is not None else None
+        results.append(list(env.state.tool_results[n:]))
+    return Replay(float(reward) if env.state.done and reward is not None else None, results)
 
 
 def replay_env(cache: dict[str, Any], env_id: str, env_kwargs: dict[str, dict[str, Any]] | None) -> Any:  # fmt: skip
@@ -202,7 +227,8 @@ def answer_swaps(
             if s.verifiable_reward < float(env.success_threshold):
                 continue
             stats.successes += 1
-            if replay(env, split, s, s.messages) != s.verifiable_reward:
+            played = replay(env, split, s, s.messages)
+            if played is None or played.reward != s.verifiable_reward:
                 stats.not_reproduced += 1
                 continue
             k = 0
@@ -210,7 +236,8 @@ def answer_swaps(
                 if k >= per_success or len(made) >= max_per_task:
                     break
                 msgs = [*s.messages[:-1], reply]
-                r = replay(env, split, s, msgs)
+                swapped = replay(env, split, s, msgs)
+                r = None if swapped is None else swapped.reward
                 if r is None or s.verifiable_reward - r < min_gap:
                     stats.not_worse += 1
                     continue
