@@ -24,10 +24,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -47,7 +48,7 @@ KEYS = ("heldout_pairs", "heldout_tasks", "pairwise_accuracy", "pairwise_accurac
         "length_rule", "length_rule_picks", "tied_pairs", "tied_shorter", "passed")  # fmt: skip
 
 
-def content_check_store(src: str, dst: Path, make=answer_swaps, per_success: int = 2) -> str:  # type: ignore[no-untyped-def]  # fmt: skip
+def content_check_store(src: str, dst: Path, make: Callable[..., tuple[list[Any], Any]] = answer_swaps, per_success: int = 2) -> str:  # fmt: skip
     """A store of groups [success, one of its answer swaps (or ``make``'s pairs)] from
     ``src``'s successes."""
     with Store(src, readonly=True) as s:
@@ -95,4 +96,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()
