@@ -169,16 +169,19 @@ def _trajectories(
 
 
 def task_pools(
-    stores: dict[str, Store], runs: Iterable[str] | None
+    stores: dict[str, Store], runs: Iterable[str] | None, dedupe: bool = True
 ) -> dict[tuple[str, str], dict[str, tuple[str, Trajectory]]]:
     """(env, task) -> content hash -> (store name, trajectory) of every trajectory with a
-    verifier outcome (a reward, or cut at the turn limit), errors left out; first copy kept."""
+    verifier outcome (a reward, or cut at the turn limit), errors left out; first copy kept.
+    ``dedupe=False`` keys them by store and trajectory id instead: every episode counts, also
+    one whose content another episode repeated (how often the policy does it)."""
     pools: dict[tuple[str, str], dict[str, tuple[str, Trajectory]]] = defaultdict(dict)
     for name, store in stores.items():
         for _, t in _trajectories(store, runs):
             if (t.verifiable_reward is None and not t.truncated) or t.error:
                 continue
-            pools[(t.env_id, t.task_id)].setdefault(t.content_hash(), (name, t))
+            key = t.content_hash() if dedupe else f"{name}|{t.id}"
+            pools[(t.env_id, t.task_id)].setdefault(key, (name, t))
     return pools
 
 

@@ -35,12 +35,13 @@ the order reversed, CIs spanning 0). See bench/RESULTS.md.
 
 Any other request (no ids line) gets plain greedy generation, up to ``max_tokens``.
 
-**Trained judges.** ``local/smollm2@DIR`` serves a pairwise judge LoRA written by
+**Trained judges.** ``local/smollm2@DIR`` serves a judge LoRA written by
 ``rankgym judge-train`` (``DIR`` is its ``adapter/`` directory, or the ``--out`` directory that
 holds one): the adapter loaded by name into the process-wide base model (the one named in
 ``DIR/judge_train.json``) and switched on for each request, scoring a group by pairwise
 comparisons (``rankgym.judges.pair_judge.score_pairs``: each trajectory's mean probability of
-winning its pairs).
+winning its pairs), or, for a judge trained with ``--objective pointwise``, by P(yes) for each
+trajectory read alone (``rankgym.judges.point_judge.point_scores``).
 
 **One base copy.** Every local judge runs on the process-wide base
 (``rankgym.model.shared_embedded``), the copy a trainer on the embedded model also puts its
@@ -90,6 +91,7 @@ from rankgym.judge_adapter import (  # core (the spec's hash reads them); re-exp
 )
 
 from .pair_judge import PAIR_FORMAT, model_scorer, score_pairs
+from .point_judge import POINT_FORMAT, point_scores
 from .prompt import parse_ids_line
 
 PROVIDER = "local"
@@ -121,6 +123,8 @@ class LocalJudgeLLM(CustomLLM):
         self._lock = threading.Lock()
         self._judges: dict[str, tuple[Any, Any, str, int, str]] = {}
         """ref -> (base model, tokenizer, adapter fingerprint, prompt line limit, adapter name)"""
+        self._pointwise: dict[str, bool] = {}
+        """ref -> whether its adapter is a pointwise judge (``judge_train.json``'s objective)"""
         self._pair_cache: dict[str, dict[str, float]] = {}
         """model name -> pair prompt hash -> P(A wins): a group shown again in another order
         (judge-check, ``--permutations``) asks no pair twice. Cleared on a new adapter."""
@@ -198,6 +202,8 @@ class LocalJudgeLLM(CustomLLM):
             lm, tok, chars, adapter = self._pairwise_model(model, ref)
             if labels:
                 with rg_model.using_adapter(lm, adapter):
+                    if self._pointwise.get(ref):
+                        return self._point_scores(lm, tok, msgs, labels, model, chars)
                     return self._pairwise_scores(lm, tok, msgs, labels, model, chars, pair_orders)
         else:
             lm, tok = self._model(model)
@@ -227,7 +233,16 @@ class LocalJudgeLLM(CustomLLM):
         cached = self._judges.get(ref)
         if cached is None or cached[2] != fp:
             meta = json.loads((d / "judge_train.json").read_text())
-            if meta.get("pair_format") != PAIR_FORMAT:
+            pointwise = meta.get("objective") == "pointwise"
+            if pointwise and meta.get("point_format") != POINT_FORMAT:
+                raise litellm.NotFoundError(
+                    message=f"judge adapter {str(d)!r} was trained with pointwise prompt format "
+                    f"{meta.get('point_format')}; this rankgym serves format {POINT_FORMAT}: "
+                    "retrain it with `rankgym judge-train --objective pointwise`",
+                    model=f"{PROVIDER}/{model}",
+                    llm_provider=PROVIDER,
+                )
+            if not pointwise and meta.get("pair_format") != PAIR_FORMAT:
                 raise litellm.NotFoundError(
                     message=f"judge adapter {str(d)!r} was trained with pair prompt format "
                     f"{meta.get('pair_format')}; this rankgym serves format {PAIR_FORMAT}: "
@@ -242,6 +257,7 @@ class LocalJudgeLLM(CustomLLM):
             rg_model.load_named_adapter(lm, d, name)
             chars = int(meta.get("config", {}).get("max_line_chars", 200))
             cached = self._judges[ref] = (lm, tok, fp, chars, name)
+            self._pointwise[ref] = pointwise
             self._pair_cache.clear()  # verdicts of an older adapter in the same directory
         return cached[0], cached[1], cached[3], cached[4]
 
@@ -270,17 +286,22 @@ class LocalJudgeLLM(CustomLLM):
             model_scorer(lm, tok), msgs, labels, max_line_chars, orders=pair_orders, cache=cache
         )
         n = (len(labels) - 1) * pair_orders
-        items = [
-            {
-                "trajectory_id": label,
-                "score": round(scores[label], 4),
-                "rationale": f"{PROVIDER}/{model}: mean P(wins) {scores[label]:.3f} over {n} "
-                "pairwise comparison(s); no written rationale.",
-                "hack_suspected": False,
-            }
-            for label in labels
-        ]
-        return json.dumps({"scores": items}), n_in, len(labels)
+        why = f"{PROVIDER}/{model}: mean P(wins) {{:.3f}} over {n} pairwise comparison(s)"
+        return _scores_json(scores, labels, why), n_in, len(labels)
+
+    def _point_scores(
+        self,
+        lm: Any,
+        tok: Any,
+        msgs: list[dict[str, str]],
+        labels: list[str],
+        model: str,
+        max_line_chars: int,
+    ) -> tuple[str, int, int]:
+        """Scores of a pointwise judge: P(yes) per trajectory (``rankgym.judges.point_judge``)."""
+        scores, n_in = point_scores(lm, tok, msgs, labels, max_line_chars)
+        why = f"{PROVIDER}/{model}: P(yes) {{:.3f}} to 'did this attempt meet the demand?'"
+        return _scores_json(scores, labels, why), n_in, len(labels)
 
     def _check_fits(self, n: int, model: str) -> None:
         if n > CONTEXT_WINDOW:
@@ -358,6 +379,15 @@ class LocalJudgeLLM(CustomLLM):
             )
         new = out[0, len(ids) :].tolist()
         return tok.decode(new, skip_special_tokens=True), len(ids), len(new)
+
+
+def _scores_json(scores: dict[str, float], labels: list[str], why: str) -> str:
+    """The judge answer for ``labels``: each score, and ``why`` (a format string of the score)
+    as its rationale; nothing is flagged as a hack."""
+    items = [{"trajectory_id": label, "score": round(scores[label], 4),
+              "rationale": why.format(scores[label]) + "; no written rationale.",
+              "hack_suspected": False} for label in labels]  # fmt: skip
+    return json.dumps({"scores": items})
 
 
 def _token_ids(tok: Any, words: tuple[str, ...]) -> list[int]:

@@ -58,7 +58,7 @@ _SHARED_LINE = re.compile(r"^\[(O\d+)\] (.*)$")
 _REF_LINE = re.compile(r'^(result(?: of ".*")?:) see \[(O\d+)\]$')
 
 
-def _shorten(text: str, max_line_chars: int) -> str:
+def shorten_lines(text: str, max_line_chars: int) -> str:
     lines = []
     for line in text.splitlines():
         if len(line) > max_line_chars:
@@ -81,7 +81,7 @@ def parse_group_prompt(user_text: str) -> tuple[str, str, dict[str, str]]:
     return sections.get("context", ""), sections.get("shared_outputs", ""), blocks
 
 
-def _pair_shared(shared: str, a: str, b: str) -> tuple[str, str, str]:
+def pair_shared(shared: str, a: str, b: str) -> tuple[str, str, str]:
     """(shared section, block A, block B) with only the shared outputs that A and B reference
     more than once between them, renumbered O1.. in order of first reference (A, then B); an
     output they reference once is quoted in place. The pair's text then depends on the two
@@ -124,25 +124,37 @@ def pair_messages(
     """The pairwise prompt comparing ``label_a`` (shown as A) with ``label_b`` (as B).
 
     It holds the group's context, the two attempts and the tool outputs they share (see
-    :func:`_pair_shared`); nothing from the other trajectories or the group's order."""
+    :func:`pair_shared`); nothing from the other trajectories or the group's order."""
+    parts = attempt_parts(group_messages, [label_a, label_b], "both attempts", max_line_chars)
+    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "\n\n".join([*parts, QUESTION])}]  # fmt: skip
+
+
+def attempt_parts(
+    group_messages: list[dict[str, Any]], labels: list[str], who: str, max_line_chars: int
+) -> list[str]:
+    """The parts of a prompt on one or two attempts of a group prompt: its context ("Task (how
+    ``who`` start(s))"), the tool outputs the attempts quote more than once between them
+    (:func:`pair_shared`), then each block, as ``Attempt A:``/``Attempt B:`` for two and
+    ``Attempt:`` for one, every line cut to ``max_line_chars``. Raises ``ValueError`` when a
+    label is not a trajectory of the prompt."""
     user_text = next(
         (m.get("content") or "" for m in reversed(group_messages) if m["role"] == "user"), ""
     )
     context, shared, blocks = parse_group_prompt(user_text)
-    for label in (label_a, label_b):
+    for label in labels:
         if label not in blocks:
             raise ValueError(f"label {label!r} is not a trajectory in the prompt")
-    shared, block_a, block_b = _pair_shared(shared, blocks[label_a], blocks[label_b])
+    shared, block_a, block_b = pair_shared(shared, *[blocks[x] for x in labels], *[""] * (2 - len(labels)))  # fmt: skip
     parts = []
     if context:
         limit = min(max_line_chars, CONTEXT_LINE_CHARS)
-        parts.append("Task (how both attempts start):\n" + _shorten(context, limit))
+        parts.append(f"Task (how {who} start{'s' if len(labels) == 1 else ''}):\n" + shorten_lines(context, limit))  # fmt: skip
     if shared:
-        parts.append(_shorten(shared, max_line_chars))
-    for name, block in (("A", block_a), ("B", block_b)):
-        parts.append(f"Attempt {name}:\n" + _shorten(block, max_line_chars))
-    parts.append(QUESTION)
-    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "\n\n".join(parts)}]
+        parts.append(shorten_lines(shared, max_line_chars))
+    named = [("A", block_a), ("B", block_b)] if len(labels) == 2 else [("", block_a)]
+    for name, block in named:
+        parts.append(f"Attempt{' ' + name if name else ''}:\n" + shorten_lines(block, max_line_chars))  # fmt: skip
+    return parts
 
 
 def decision_context(tok: Any, messages: list[dict[str, str]]) -> list[int]:
@@ -151,20 +163,24 @@ def decision_context(tok: Any, messages: list[dict[str, str]]) -> list[int]:
     return tok(text + VERDICT_PREFIX, add_special_tokens=False)["input_ids"]
 
 
-def choice_ids(tok: Any) -> tuple[int, int]:
-    """Token ids of `` A`` and `` B`` (each must be a single token)."""
-    ids = [tok(c, add_special_tokens=False)["input_ids"] for c in CHOICES]
+def choice_ids(tok: Any, choices: tuple[str, str] = CHOICES) -> tuple[int, int]:
+    """Token ids of the two verdicts (`` A`` and `` B`` unless told; each must be a single
+    token)."""
+    ids = [tok(c, add_special_tokens=False)["input_ids"] for c in choices]
     if any(len(i) != 1 for i in ids):
-        raise ValueError(f"this tokenizer splits the verdict tokens {CHOICES}: {ids}")
+        raise ValueError(f"this tokenizer splits the verdict tokens {choices}: {ids}")
     return ids[0][0], ids[1][0]
 
 
-def decision_logprobs(model: Any, tok: Any, contexts: list[list[int]]) -> Any:
+def decision_logprobs(
+    model: Any, tok: Any, contexts: list[list[int]], choices: tuple[int, int] | None = None
+) -> Any:
     """Log-probabilities of (A, B) at the decision position, shape (batch, 2), full-vocab
-    log-softmax. Left-pads the batch; runs under ``torch.inference_mode``."""
+    log-softmax; ``choices``: two other token ids to read instead (e.g. the pointwise judge's
+    yes/no). Left-pads the batch; runs under ``torch.inference_mode``."""
     import torch
 
-    a, b = choice_ids(tok)
+    a, b = choices if choices is not None else choice_ids(tok)
     width = max(len(c) for c in contexts)
     pad = tok.pad_token_id if tok.pad_token_id is not None else 0
     ids = torch.tensor([[pad] * (width - len(c)) + c for c in contexts])

@@ -307,6 +307,11 @@ class JudgeTrainSection(_Section):
     success with its last call left out, or one more call the policy made in a failed episode,
     answering with what that chain returned, labelled by replaying the env
     (``trainer/judge_chain_edits.py``); 0 = none."""
+    objective: Literal["pairwise", "pointwise"] = "pairwise"
+    """``pairwise``: the judge compares two attempts (trained on labelled pairs);
+    ``pointwise``: it reads one attempt and answers yes/no, trained on every training-side
+    trajectory with a verifier outcome (``rankgym judge-train --objective``,
+    ``trainer/judge_points.py``); the check is on held-out pairs either way."""
     max_context_tokens: int = Field(768, ge=64, le=1_000_000)
     """Longest pair presentation trained on (``--max-context-tokens``); longer ones are skipped."""
     max_train_pairs: int = Field(150, ge=1, le=1_000_000)

@@ -97,10 +97,19 @@ class JudgeTrainJob:
     env_kwargs: dict[str, dict[str, Any]] = field(default_factory=dict)
     """env id -> kwargs to build it with for the replay of answer swaps and chain edits
     (default: none)."""
+    objective: str = "pairwise"
+    """``pairwise``: a judge that compares two attempts, trained on labelled pairs;
+    ``pointwise``: a judge that reads one attempt and answers yes/no, trained on every
+    trajectory of the training-side tasks with a verifier outcome (``judge_points``); the
+    held-out check is on pairs either way."""
     min_check: tuple[int, int] | None = None
     """(pairs, tasks): stop before any training, with :class:`TooFewPairs`, when the held-out
     pairs are fewer than that or span fewer tasks, i.e. too few to decide a check (the
     ``[judge_train]`` stage sets it where a failed check means the judge goes unused)."""
+
+
+OBJECTIVES = ("pairwise", "pointwise")
+"""What a judge-train job trains (``JudgeTrainJob.objective``)."""
 
 
 class TooFewPairs(UserError):
@@ -140,5 +149,12 @@ def check_job(job: JudgeTrainJob) -> None:
         raise UserError(f"tie_loss must be {', '.join(TIE_LOSSES[:-1])} or {TIE_LOSSES[-1]} (got {job.train.tie_loss!r}); the served forms train ties on the order-averaged score")  # fmt: skip
     if job.init_adapter and not (Path(job.init_adapter) / "adapter_config.json").is_file():
         raise UserError(f"--init-adapter {job.init_adapter!r} is not a peft adapter directory (no adapter_config.json); pass OUT/adapter of an earlier judge-train")  # fmt: skip
+    if job.objective not in OBJECTIVES:
+        raise UserError(f"--objective must be {' or '.join(OBJECTIVES)} (got {job.objective!r})")
+    if job.objective == "pointwise":
+        if "verifier" not in job.sources:
+            raise UserError("--objective pointwise learns from verifier rewards (a yes/no label per trajectory); people's rankings are relative: add verifier to --sources, or train a pairwise judge")  # fmt: skip
+        if job.answer_swaps or job.chain_edits:
+            raise UserError("--answer-swaps and --chain-edits make pairs; --objective pointwise trains on single trajectories: set them to 0")  # fmt: skip
     if job.base != BASE_DEFAULT and not Path(job.base).is_dir():
         raise UserError(f"--base {job.base!r}: use local/smollm2 or a local transformers model directory")  # fmt: skip

@@ -41,6 +41,7 @@ from rankgym.judges.judge_compare import pair_group
 from rankgym.judges.judge_data import PairItem
 from rankgym.judges.pair_files import presentations, read_jsonl
 from rankgym.judges.pair_judge import PAIR_FORMAT, choice_ids, decision_context, pair_messages
+from rankgym.judges.point_judge import POINT_FORMAT
 from rankgym.judges.prompt import build_prompt, default_rubric
 from rankgym.trainer.judge_heldout import compare_again, heldout_check
 from rankgym.trainer.judge_job import (
@@ -51,6 +52,7 @@ from rankgym.trainer.judge_job import (
     check_job,
 )
 from rankgym.trainer.judge_pairs import cap_pairs, job_dataset
+from rankgym.trainer.judge_points import point_examples
 
 if TYPE_CHECKING:
     from rankgym.trainer.judge_train import Example, JudgeTrainConfig
@@ -194,22 +196,32 @@ def run_judge_train(job: JudgeTrainJob, progress: bool = False) -> dict[str, Any
     model, tok = (
         load_embedded(dtype="float32") if job.base == BASE_DEFAULT else load_causal_lm(job.base)
     )
-    examples, skipped = examples_of(tok, train_pairs, cfg, job.human_weight)
+    pointwise = job.objective == "pointwise"
+    if pointwise:
+        examples, points = point_examples(tok, job.stores, _heldout_tasks(out, heldout), cfg, job.runs)  # fmt: skip
+        stats["pointwise"] = points
+        (out / "data" / "dataset.json").write_text(json.dumps(stats, indent=2))
+        skipped = points["too_long"]
+    else:
+        examples, skipped = examples_of(tok, train_pairs, cfg, job.human_weight)
     if not examples:
         raise UserError(f"every training presentation is longer than --max-context-tokens {cfg.max_context_tokens}; raise it or lower --max-line-chars")  # fmt: skip
     t_sample = time.perf_counter()
-    _sample(model, tok, examples, cfg, out / "work" / "samples.jsonl", job.fresh, progress)
+    if not pointwise:  # a pointwise verdict is its label: no sampled rationale to imitate
+        _sample(model, tok, examples, cfg, out / "work" / "samples.jsonl", job.fresh, progress)
     t_train = time.perf_counter()
     fingerprint = hashlib.sha256(
         json.dumps(
-            [config_dict(cfg), [(e.key, e.answer) for e in examples], job.init_adapter]
+            [config_dict(cfg), [(e.key, e.answer, e.correct) for e in examples], job.init_adapter]
         ).encode()  # fmt: skip
     ).hexdigest()[:16]
     if job.fresh and (out / "work" / "checkpoint").exists():
         shutil.rmtree(out / "work" / "checkpoint")
     model = _with_lora(model, job)
     log = train_judge(model, tok, examples, cfg, out / "work", fingerprint, progress)
-    meta = {"format": 1, "pair_format": PAIR_FORMAT, "base": job.base, "config": config_dict(cfg),
+    meta = {"format": 1, "pair_format": PAIR_FORMAT, "objective": job.objective,
+            "point_format": POINT_FORMAT if pointwise else None,
+            "base": job.base, "config": config_dict(cfg),
             "dataset": stats, "stores": job.stores, "fingerprint": fingerprint,
             "sources": list(job.sources), "human_weight": job.human_weight,
             "tie_ratio": job.tie_ratio, "init_adapter": job.init_adapter}  # fmt: skip
@@ -237,6 +249,8 @@ def run_judge_train(job: JudgeTrainJob, progress: bool = False) -> dict[str, Any
             "training": t_done - t_train,
         },  # fmt: skip
         "counterfactuals": {k: stats[k] for k in ("answer_swaps", "chain_edits") if k in stats},
+        "objective": job.objective,
+        "pointwise": stats.get("pointwise"),
         "threads": threads,
         "load_avg": os.getloadavg()[0],
         "meta_file": str(adapter / META_FILE),
@@ -253,6 +267,14 @@ def run_judge_train(job: JudgeTrainJob, progress: bool = False) -> dict[str, Any
     summary["seconds"]["total"] = time.perf_counter() - t0
     write_json_atomic(out / "report.json", summary)
     return summary
+
+
+def _heldout_tasks(out: Path, heldout: list[PairItem]) -> set[tuple[str, str]]:
+    """(env id, task id) of the held-out pairs and tie pairs: no pointwise example comes from
+    them, so the check stays on tasks the judge never read."""
+    ties = out / "data" / "heldout_ties.jsonl"
+    extra = read_jsonl(ties) if ties.is_file() else []
+    return {(p.env_id, p.task_id) for p in [*heldout, *extra]}
 
 
 def planned_steps(examples: list[Any], cfg: JudgeTrainConfig) -> int:

@@ -25,6 +25,7 @@ from typing import Any
 from rankgym.cli import Command
 from rankgym.errors import UserError
 from rankgym.judges.judge_compare import format_comparison
+from rankgym.trainer.judge_job import OBJECTIVES
 from rankgym.trainer.judge_pipeline import (
     BASE_DEFAULT,
     JudgeRollout,
@@ -76,6 +77,7 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lambda-tie", type=float, default=1.0, help="weight of the tie loss (default: 1.0)")  # fmt: skip
     p.add_argument("--tie-loss", choices=TIE_LOSS_CHOICES, default="presentation", help="what the tie loss pulls to 0.5: each presentation's P(first better), the pair's order-averaged P that serving reads (served), or its order-averaged logit (served-logit: same zero, a gradient a position bias does not flatten); the served forms keep both orders in one batch (default: %(default)s)")  # fmt: skip
     p.add_argument("--answer-swaps", type=int, default=0, metavar="N", help="also train on up to N answer swaps per success of the training side: the success with a final reply the policy wrote elsewhere (the same task's failures first) in place of its own, labelled by replaying the env; teaches what the answer says rather than how long the episode is; 0 = none (default: 0)")  # fmt: skip
+    p.add_argument("--objective", choices=OBJECTIVES, default="pairwise", help="pairwise: a judge that compares two attempts, trained on labelled pairs; pointwise: a judge that reads one attempt and answers yes/no, trained on every training-side trajectory with a verifier outcome (full marks = yes), which also counts the tasks whose attempts all succeed or all fail; the held-out check is on pairs either way (default: pairwise)")  # fmt: skip
     p.add_argument("--chain-edits", type=int, default=0, metavar="N", help="also train on up to N chain edits per success of the training side: the success with its last call left out, or with one more call the policy made in a failed episode of the task, answering with what that chain returned, labelled by replaying the env; teaches whether the calls lead to the answer; 0 = none (default: 0)")  # fmt: skip
     p.add_argument("--init-adapter", metavar="DIR", help="continue training this judge adapter (OUT/adapter of an earlier judge-train; its LoRA shape, --lora-* ignored) instead of a fresh LoRA")  # fmt: skip
     p.add_argument("--save-dtype", choices=("float32", "bfloat16"), default="float32", help="dtype of the saved adapter weights (bfloat16 halves the file; default: %(default)s)")  # fmt: skip
@@ -188,7 +190,7 @@ def _job(args: argparse.Namespace) -> JudgeTrainJob:
         prefer_stores=list(args.prefer_store or []), sources=_sources(args),
         human_weight=args.human_weight, rollout=rollout, save_dtype=args.save_dtype,
         tie_ratio=args.tie_ratio, init_adapter=args.init_adapter, answer_swaps=args.answer_swaps,
-        chain_edits=args.chain_edits,
+        chain_edits=args.chain_edits, objective=args.objective,
     )  # fmt: skip
 
 
@@ -208,10 +210,16 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
 def _print(summary: dict[str, Any]) -> None:
     s = summary["seconds"]
     print(f"adapter: {summary['adapter']}  (serve it as --judge {summary['judge']})")
-    print(f"pairs: {summary['train_pairs']} train, {summary['heldout_pairs']} held-out; "
-          f"sampled verdict hit rate {summary['sampled_hit_rate']:.2f}; "
-          f"time: data {s['data']:.0f}s, sampling {s['sampling']:.0f}s, training {s['training']:.0f}s"
-          + (f", compare {s['compare']:.0f}s" if "compare" in s else ""))  # fmt: skip
+    times = (f"time: data {s['data']:.0f}s, sampling {s['sampling']:.0f}s, training {s['training']:.0f}s"
+             + (f", compare {s['compare']:.0f}s" if "compare" in s else ""))  # fmt: skip
+    points = summary.get("pointwise")
+    if points:  # a pointwise judge: trained on trajectories, checked on pairs
+        print(f"pointwise: {points['trajectories']} trajectories of {points['tasks']} training-side tasks "
+              f"({points['success']} with full marks = yes, {points['failure']} = no; {points['too_long']} too long); "
+              f"{summary['heldout_pairs']} held-out pairs; {times}")  # fmt: skip
+    else:
+        print(f"pairs: {summary['train_pairs']} train, {summary['heldout_pairs']} held-out; "
+              f"sampled verdict hit rate {summary['sampled_hit_rate']:.2f}; {times}")  # fmt: skip
     if summary.get("stopped_on_time_cap"):
         print(time_cap_line(summary))
     for line in counterfactual_lines(summary.get("counterfactuals") or {}):

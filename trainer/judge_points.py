@@ -1,0 +1,93 @@
+"""Training data of a pointwise judge (``rankgym judge-train --objective pointwise``).
+
+Every trajectory with a verifier outcome (``judge_data.task_pools``: a reward, or cut at the
+turn limit; errors left out; an episode that repeats another's content counts again, as the
+policy's frequency of it) on a task that is not held out for the check becomes one :class:`~rankgym.trainer.judge_train.Example`: the pointwise
+prompt (``rankgym.judges.point_judge``) of it inside a group of its task's trajectories, with
+`` yes`` the correct verdict for full marks (verifier reward 1.0) and `` no`` for anything
+less, or an episode cut off before it answered. The two classes are weighted to equal total
+weight, so a pool of mostly failures does not teach "always no".
+
+Unlike the pairwise data, the tasks whose trajectories all succeed or all fail count too: a
+pool of 61 judge-split ToolUse tasks gave 35 real pairs and 366 labelled trajectories
+(bench/RESULTS.md). What it does not do: read people's rankings (relative, not a yes/no), make
+counterfactuals, or hold out tasks itself (the held-out tasks come from the pairwise split, so
+the check runs on the same pairs as for a pairwise judge).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from rankgym.judges.judge_data import task_pools
+from rankgym.judges.pair_judge import decision_context
+from rankgym.judges.point_judge import point_messages, verdict_ids
+from rankgym.judges.prompt import build_prompt, default_rubric
+from rankgym.store import Store
+from rankgym.types import Group, Trajectory
+
+if TYPE_CHECKING:
+    from rankgym.trainer.judge_train import Example, JudgeTrainConfig
+
+SUCCESS_REWARD = 1.0
+"""A trajectory is a `` yes`` example at this verifier reward (full marks) or above."""
+TASK_GROUP = 8
+"""Trajectories of one task rendered in one group prompt (its context and shared outputs)."""
+
+
+def succeeded(t: Trajectory) -> bool:
+    """Full marks from the verifier (an episode cut off before it answered has none)."""
+    return t.verifiable_reward is not None and t.verifiable_reward >= SUCCESS_REWARD
+
+
+def point_examples(
+    tok: Any,
+    stores: list[str],
+    heldout_tasks: set[tuple[str, str]],
+    cfg: JudgeTrainConfig,
+    runs: Iterable[str] | None = None,
+) -> tuple[list[Example], dict[str, int]]:
+    """The pointwise examples of ``stores`` outside ``heldout_tasks`` (env id, task id), and
+    their counts (``trajectories``, ``success``, ``failure``, ``tasks``, ``too_long``: left
+    out as longer than ``cfg.max_context_tokens``)."""
+    from rankgym.trainer.judge_train import Example
+
+    yes, no = verdict_ids(tok)
+    opened = {s: Store(s, readonly=True) for s in stores}
+    try:
+        pools = task_pools(opened, runs, dedupe=False)  # repeats are samples too
+    finally:
+        for s in opened.values():
+            s.close()
+    rubric = default_rubric()
+    rows: list[tuple[str, Trajectory, list[int]]] = []  # (store|id, trajectory, context)
+    too_long = 0
+    tasks = 0
+    for (env_id, task_id), pool in sorted(pools.items()):
+        if (env_id, task_id) in heldout_tasks:
+            continue
+        tasks += 1
+        items = list(pool.items())  # (store|id, (store, trajectory)): unique across stores
+        for start in range(0, len(items), TASK_GROUP):
+            part = dict(items[start : start + TASK_GROUP])
+            g = Group(id=f"points-{task_id}", env_id=env_id, task_id=task_id,
+                      trajectories=[t.model_copy(update={"id": k}) for k, (_, t) in part.items()])  # fmt: skip
+            prompt = build_prompt(g, rubric)
+            for label, key in prompt.labels.items():
+                ctx = decision_context(tok, point_messages(prompt.messages, label, cfg.max_line_chars))  # fmt: skip
+                if len(ctx) > cfg.max_context_tokens:
+                    too_long += 1
+                    continue
+                rows.append((key, part[key][1], ctx))
+    pos = sum(succeeded(t) for _, t, _ in rows)
+    neg = len(rows) - pos
+    weight = {True: len(rows) / (2 * max(pos, 1)), False: len(rows) / (2 * max(neg, 1))}
+    examples = [
+        Example(key=key, context=ctx, correct=yes if succeeded(t) else no,
+                wrong=no if succeeded(t) else yes, weight=weight[succeeded(t)])
+        for key, t, ctx in rows
+    ]  # fmt: skip
+    counts = {"trajectories": len(rows), "success": pos, "failure": neg, "tasks": tasks,
+              "too_long": too_long}  # fmt: skip
+    return examples, counts
