@@ -9,7 +9,8 @@ two content-only sets made from the first check store's successes, each alone wi
 success: their answer swaps (what a judge that reads only length cannot order) and their
 chain edits (a chain one call short, or one call too long, answering with what it returned). Prints one line per set: pairwise with its CI, the
 better length rule on the same pairs, the share of tied pairs where it preferred the shorter,
-and whether the stage's check passes (``judge_stage_check.stage_check``).
+and whether the stage's check passes (``judge_stage_check.stage_check`` with the stage's
+thresholds, the tie lean included).
 
     .venv/bin/python bench/answer_swaps.py --train pool-train.db --check hard7.db \
         --check runs/demo/store.db --out /tmp/swaps4 \
@@ -53,6 +54,8 @@ def content_check_store(src: str, dst: Path, make: Callable[..., tuple[list[Any]
     ``src``'s successes."""
     with Store(src, readonly=True) as s:
         pairs, _ = make({src: s}, [], per_success, max_per_task=64)
+    for suffix in ("", "-wal", "-shm"):  # a rerun (--checks-only) builds the set afresh
+        Path(f"{dst}{suffix}").unlink(missing_ok=True)
     with Store(dst) as out:
         # a success can win several pairs: each group holds its own copy (ids are unique)
         out.put_groups([Group(run_id="content-check", env_id=p.env_id, task_id=p.task_id,
@@ -91,7 +94,11 @@ def main() -> None:
         cj = JudgeTrainJob(out / f"check-{i}", stores=stores,
                            max_per_task=12, max_heldout_pairs=400, compare_with=(), tie_ratio=1.0,
                            length_balance=False)  # fmt: skip
-        c = stage_check(check_judge(cj, summary["judge"]), 0.5)
+        c = stage_check(
+            check_judge(cj, summary["judge"]),
+            cfg.judge_train.min_pairwise,
+            cfg.judge_train.max_tied_shorter,
+        )
         print(f"{name}: " + json.dumps({k: c[k] for k in KEYS}), flush=True)
 
 

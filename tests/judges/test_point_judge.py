@@ -122,6 +122,20 @@ def test_a_pointwise_judge_trains_on_every_trajectory_outside_the_held_out_tasks
     assert row["pairs"] == 3 and row["errors"] == 0  # checked on held-out pairs
 
 
+def test_a_rerun_prints_what_the_pointwise_judge_learned_from(trained, capsys):
+    out, summary = trained
+    root = out.parent
+    args = [a for a in ARGS if a != "--json"]
+    argv = ["judge-train", "--store", str(root / "s.db"), "--base", str(root / "tiny"), "--out", str(out), *args, "--no-compare"]  # fmt: skip
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    p = summary["pointwise"]
+    assert (
+        f"pointwise: {p['trajectories']} trajectories of {p['tasks']} training-side tasks" in text
+    )
+    assert f"({p['success']} with full marks = yes, {p['failure']} = no" in text
+
+
 def test_the_served_pointwise_judge_scores_each_attempt_alone(trained):
     import litellm
 
