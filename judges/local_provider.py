@@ -299,7 +299,12 @@ class LocalJudgeLLM(CustomLLM):
         max_line_chars: int,
     ) -> tuple[str, int, int]:
         """Scores of a pointwise judge: P(yes) per trajectory (``rankgym.judges.point_judge``)."""
-        scores, n_in = point_scores(lm, tok, msgs, labels, max_line_chars)
+        try:
+            scores, n_in = point_scores(lm, tok, msgs, labels, max_line_chars, context_window=CONTEXT_WINDOW)  # fmt: skip
+        except ValueError as e:  # one attempt longer than the context: the caller's message
+            raise litellm.ContextWindowExceededError(
+                message=str(e), model=f"{PROVIDER}/{model}", llm_provider=PROVIDER
+            ) from None
         why = f"{PROVIDER}/{model}: P(yes) {{:.3f}} to 'did this attempt meet the demand?'"
         return _scores_json(scores, labels, why), n_in, len(labels)
 

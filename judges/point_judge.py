@@ -68,13 +68,18 @@ def point_scores(
     labels: list[str],
     max_line_chars: int = 200,
     batch_size: int = 4,
+    context_window: int | None = None,
 ) -> tuple[dict[str, float], int]:
     """P(yes) / (P(yes) + P(no)) for each label, one prompt each; returns (scores, input
-    tokens)."""
+    tokens). Raises ``ValueError`` naming the label when a prompt is longer than
+    ``context_window`` tokens (nothing is scored then)."""
     import torch
 
     choices = verdict_ids(tok)
     ctxs = [decision_context(tok, point_messages(group_messages, lab, max_line_chars)) for lab in labels]  # fmt: skip
+    for lab, c in zip(labels, ctxs, strict=True):
+        if context_window is not None and len(c) > context_window:
+            raise ValueError(f"the pointwise prompt of {lab} has {len(c)} tokens, more than the {context_window}-token context")  # fmt: skip
     scores: dict[str, float] = {}
     for start in range(0, len(labels), batch_size):
         logp = decision_logprobs(model, tok, ctxs[start : start + batch_size], choices)

@@ -155,6 +155,20 @@ def test_the_served_pointwise_judge_scores_each_attempt_alone(trained):
     assert scores(["maybe", "1"]) == {"T1": three["T3"], "T2": three["T1"]}
 
 
+def test_an_attempt_longer_than_the_context_is_a_context_window_error(trained):
+    import litellm
+
+    from rankgym.judges.spec import ensure_provider
+
+    _, summary = trained
+    ensure_provider(summary["judge"])
+    long = _traj("q1", "x", 0.0)
+    long.messages[2:] = [Message(role="assistant", content=f"step {i}: " + "word " * 30) for i in range(400)]  # fmt: skip
+    g = Group(env_id="e/Env-v0", task_id="q1", trajectories=[_traj("q1", "1", 1.0), long])
+    with pytest.raises(litellm.ContextWindowExceededError, match="pointwise prompt of T2"):
+        litellm.completion(model=summary["judge"], messages=build_prompt(g, default_rubric()).messages, max_tokens=8)  # fmt: skip
+
+
 @pytest.mark.parametrize(
     ("extra", "needle"),
     [(["--sources", "human"], "verifier rewards"), (["--answer-swaps", "2"], "set them to 0")],
