@@ -198,7 +198,8 @@ def run_judge_train(job: JudgeTrainJob, progress: bool = False) -> dict[str, Any
     )
     pointwise = job.objective == "pointwise"
     if pointwise:
-        examples, points = point_examples(tok, job.stores, _heldout_tasks(out, heldout), cfg, job.runs)  # fmt: skip
+        ties = [p for p in train_pairs if p.tie]
+        examples, points = point_examples(tok, job.stores, _heldout_tasks(out, heldout), cfg, job.runs, ties)  # fmt: skip
         stats["pointwise"] = points
         (out / "data" / "dataset.json").write_text(json.dumps(stats, indent=2))
         skipped = points["too_long"]

@@ -17,10 +17,11 @@ the check runs on the same pairs as for a pairwise judge).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from rankgym.judges.judge_data import task_pools
+from rankgym.judges.judge_compare import pair_group
+from rankgym.judges.judge_data import PairItem, task_pools
 from rankgym.judges.pair_judge import decision_context
 from rankgym.judges.point_judge import point_messages, verdict_ids
 from rankgym.judges.prompt import build_prompt, default_rubric
@@ -47,10 +48,13 @@ def point_examples(
     heldout_tasks: set[tuple[str, str]],
     cfg: JudgeTrainConfig,
     runs: Iterable[str] | None = None,
+    ties: Sequence[PairItem] = (),
 ) -> tuple[list[Example], dict[str, int]]:
     """The pointwise examples of ``stores`` outside ``heldout_tasks`` (env id, task id), and
     their counts (``trajectories``, ``success``, ``failure``, ``tasks``, ``too_long``: left
-    out as longer than ``cfg.max_context_tokens``)."""
+    out as longer than ``cfg.max_context_tokens``; ``ties``). ``ties``: tie pairs (two
+    trajectories of one task with the same verifier outcome) whose two scores the tie loss
+    pulls together (:func:`tie_examples`)."""
     from rankgym.trainer.judge_train import Example
 
     yes, no = verdict_ids(tok)
@@ -88,6 +92,28 @@ def point_examples(
                 wrong=no if succeeded(t) else yes, weight=weight[succeeded(t)])
         for key, t, ctx in rows
     ]  # fmt: skip
+    pairs = tie_examples(tok, ties, cfg)
     counts = {"trajectories": len(rows), "success": pos, "failure": neg, "tasks": tasks,
-              "too_long": too_long}  # fmt: skip
-    return examples, counts
+              "too_long": too_long, "ties": len(pairs) // 2}  # fmt: skip
+    return examples + pairs, counts
+
+
+def tie_examples(tok: Any, ties: Sequence[PairItem], cfg: JudgeTrainConfig) -> list[Example]:
+    """Two tie rows per tie pair, one per trajectory, each reading `` yes`` against `` no``:
+    with a served tie loss (``served-logit``: half the difference of the two yes-logits) the
+    loss pulls the two scores together, so that what tells two equally good attempts apart
+    (their length, in the data so far) earns nothing. A pair with a prompt over
+    ``cfg.max_context_tokens`` is left out."""
+    from rankgym.trainer.judge_train import Example
+
+    yes, no = verdict_ids(tok)
+    rubric = default_rubric()
+    out: list[Example] = []
+    for p in ties:
+        msgs = build_prompt(pair_group(p), rubric).messages
+        ctxs = [decision_context(tok, point_messages(msgs, lab, cfg.max_line_chars)) for lab in ("T1", "T2")]  # fmt: skip
+        if max(len(c) for c in ctxs) > cfg.max_context_tokens:
+            continue
+        out += [Example(key=f"tie-{p.id}:{k}", context=c, correct=yes, wrong=no, tie=True)
+                for k, c in zip((1, 0), ctxs, strict=True)]  # fmt: skip
+    return out

@@ -215,7 +215,8 @@ def _print(summary: dict[str, Any]) -> None:
     points = summary.get("pointwise")
     if points:  # a pointwise judge: trained on trajectories, checked on pairs
         print(f"pointwise: {points['trajectories']} trajectories of {points['tasks']} training-side tasks "
-              f"({points['success']} with full marks = yes, {points['failure']} = no; {points['too_long']} too long); "
+              f"({points['success']} with full marks = yes, {points['failure']} = no; {points['too_long']} too long), "
+              f"{points.get('ties', 0)} tie pairs; "
               f"{summary['heldout_pairs']} held-out pairs; {times}")  # fmt: skip
     else:
         print(f"pairs: {summary['train_pairs']} train, {summary['heldout_pairs']} held-out; "

@@ -77,7 +77,7 @@ def test_point_examples_label_full_marks_yes_and_balance_the_two_classes(tmp_pat
     store = _store(tmp_path / "s.db", n_tasks=3)
     _, tok = load_causal_lm(str(save_tiny_model(tmp_path / "tiny")))
     exs, counts = point_examples(tok, [str(store)], {("e/Env-v0", "q0")}, JudgeTrainConfig())
-    assert counts == {"trajectories": 8, "success": 4, "failure": 4, "tasks": 3, "too_long": 0}
+    assert counts == {"trajectories": 8, "success": 4, "failure": 4, "tasks": 3, "too_long": 0, "ties": 0}  # fmt: skip
     yes = tok(" yes", add_special_tokens=False)["input_ids"][0]
     by_text = {ex.key: ex for ex in exs}
     with Store(store, readonly=True) as s:
@@ -89,6 +89,34 @@ def test_point_examples_label_full_marks_yes_and_balance_the_two_classes(tmp_pat
     assert sum(e.weight for e in exs if e.correct == yes) == pytest.approx(
         sum(e.weight for e in exs if e.correct != yes)
     )
+
+
+def test_tie_pairs_become_partner_rows_whose_yes_logits_the_served_loss_pulls_together(tmp_path: Path):  # fmt: skip
+    import torch
+
+    from rankgym.judges.judge_data import build_dataset
+    from rankgym.model import load_causal_lm
+    from rankgym.trainer.judge_loss import pair_losses, tie_partners
+    from rankgym.trainer.judge_points import point_examples
+
+    store = _store(tmp_path / "s.db", n_tasks=3)
+    _, tok = load_causal_lm(str(save_tiny_model(tmp_path / "tiny")))
+    with Store(store, readonly=True) as s:
+        ties = build_dataset(
+            {"s": s}, heldout_fraction=0.0, balance_length=False, tie_ratio=10.0
+        ).train_ties
+    exs, counts = point_examples(tok, [str(store)], set(), JudgeTrainConfig(), ties=ties)
+    rows = [e for e in exs if e.tie]
+    assert counts["ties"] == len(ties) > 0 and len(rows) == 2 * len(ties)
+    yes = tok(" yes", add_special_tokens=False)["input_ids"][0]
+    assert all(e.correct == yes for e in rows)  # each row reads its own yes-logit
+    partner = tie_partners(rows)
+    assert sorted(partner) == list(range(len(rows)))  # every row has its pair's other row
+    # served-logit: zero when the two yes-logits agree, positive when they differ
+    batch = {"tie": torch.ones(2, dtype=torch.bool), "tie_partner": torch.tensor([1, 0])}
+    same = pair_losses(torch.tensor([0.7, 0.7]), batch, 2.0, "served-logit")["tie"]
+    apart = pair_losses(torch.tensor([2.0, -1.0]), batch, 2.0, "served-logit")["tie"]
+    assert float(same) == pytest.approx(0.0, abs=1e-6) and float(apart) > 0.1
 
 
 ARGS = ["--objective", "pointwise", "--no-length-balance", "--max-heldout-pairs", "3", "--epochs", "1", "--batch-size",
@@ -171,7 +199,11 @@ def test_an_attempt_longer_than_the_context_is_a_context_window_error(trained):
 
 @pytest.mark.parametrize(
     ("extra", "needle"),
-    [(["--sources", "human"], "verifier rewards"), (["--answer-swaps", "2"], "set them to 0")],
+    [
+        (["--sources", "human"], "verifier rewards"),
+        (["--answer-swaps", "2"], "set them to 0"),
+        (["--tie-ratio", "1"], "needs --tie-loss served-logit"),
+    ],  # fmt: skip
 )
 def test_pointwise_with_human_labels_only_or_counterfactuals_is_a_one_line_error(
     tmp_path: Path, capsys, extra: list[str], needle: str
