@@ -156,7 +156,5 @@ def check_job(job: JudgeTrainJob) -> None:
             raise UserError("--objective pointwise learns from verifier rewards (a yes/no label per trajectory); people's rankings are relative: add verifier to --sources, or train a pairwise judge")  # fmt: skip
         if job.answer_swaps or job.chain_edits:
             raise UserError("--answer-swaps and --chain-edits make pairs; --objective pointwise trains on single trajectories: set them to 0")  # fmt: skip
-        if job.tie_ratio and job.train.tie_loss not in ("served", "served-logit"):
-            raise UserError(f"--objective pointwise with --tie-ratio needs --tie-loss served-logit or served (got {job.train.tie_loss}): a pointwise tie pulls the two attempts' scores together, not each to 0.5")  # fmt: skip
     if job.base != BASE_DEFAULT and not Path(job.base).is_dir():
         raise UserError(f"--base {job.base!r}: use local/smollm2 or a local transformers model directory")  # fmt: skip

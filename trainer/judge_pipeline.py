@@ -198,7 +198,11 @@ def run_judge_train(job: JudgeTrainJob, progress: bool = False) -> dict[str, Any
     )
     pointwise = job.objective == "pointwise"
     if pointwise:
-        ties = [p for p in train_pairs if p.tie]
+        # a pointwise tie pulls two scores together (a served tie loss); "presentation" would
+        # pull each to 0.5, so then the tie pairs only serve the held-out check
+        from rankgym.trainer.judge_loss import SERVED
+
+        ties = [p for p in train_pairs if p.tie] if cfg.tie_loss in SERVED else []
         examples, points = point_examples(tok, job.stores, _heldout_tasks(out, heldout), cfg, job.runs, ties)  # fmt: skip
         stats["pointwise"] = points
         (out / "data" / "dataset.json").write_text(json.dumps(stats, indent=2))

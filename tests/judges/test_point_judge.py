@@ -202,7 +202,6 @@ def test_an_attempt_longer_than_the_context_is_a_context_window_error(trained):
     [
         (["--sources", "human"], "verifier rewards"),
         (["--answer-swaps", "2"], "set them to 0"),
-        (["--tie-ratio", "1"], "needs --tie-loss served-logit"),
     ],  # fmt: skip
 )
 def test_pointwise_with_human_labels_only_or_counterfactuals_is_a_one_line_error(
