@@ -282,9 +282,13 @@ class LocalJudgeLLM(CustomLLM):
         cache = self._pair_cache.setdefault(model, {})
         if len(cache) > PAIR_CACHE_SIZE:
             cache.clear()
-        scores, n_in = score_pairs(
-            model_scorer(lm, tok), msgs, labels, max_line_chars, orders=pair_orders, cache=cache
-        )
+        scorer = model_scorer(lm, tok, context_window=CONTEXT_WINDOW)
+        try:
+            scores, n_in = score_pairs(scorer, msgs, labels, max_line_chars, orders=pair_orders, cache=cache)  # fmt: skip
+        except ValueError as e:  # a pair longer than the context: the caller's message
+            raise litellm.ContextWindowExceededError(
+                message=str(e), model=f"{PROVIDER}/{model}", llm_provider=PROVIDER
+            ) from None
         n = (len(labels) - 1) * pair_orders
         why = f"{PROVIDER}/{model}: mean P(wins) {{:.3f}} over {n} pairwise comparison(s)"
         return _scores_json(scores, labels, why), n_in, len(labels)

@@ -256,12 +256,16 @@ def score_pairs(
     return scores, n_tokens
 
 
-def model_scorer(model: Any, tok: Any) -> PairScorer:
+def model_scorer(model: Any, tok: Any, context_window: int | None = None) -> PairScorer:
     """The :data:`PairScorer` of ``model``'s verdict read-out (one forward per pair prompt), for
-    :func:`score_pairs`."""
+    :func:`score_pairs`. Raises ``ValueError`` when a pair prompt is longer than
+    ``context_window`` tokens (before any forward)."""
 
     def p_first(prompts: list[list[dict[str, str]]]) -> tuple[list[float], int]:
         ctxs = [decision_context(tok, m) for m in prompts]
+        longest = max((len(c) for c in ctxs), default=0)
+        if context_window is not None and longest > context_window:
+            raise ValueError(f"a pair prompt has {longest} tokens, more than the {context_window}-token context")  # fmt: skip
         return p_first_wins(decision_logprobs(model, tok, ctxs)), sum(len(c) for c in ctxs)
 
     return p_first

@@ -104,6 +104,21 @@ def test_the_served_judge_scores_a_group_of_three_through_litellm(trained):
     assert sum(scores.values()) == pytest.approx(1.5, abs=3e-4)  # mean win rates of 3 pairs
 
 
+def test_a_pair_longer_than_the_context_is_a_context_window_error(trained):
+    import litellm
+
+    from rankgym.judges.prompt import build_prompt, default_rubric
+    from rankgym.judges.spec import ensure_provider
+
+    _, _, summary = trained
+    ensure_provider(summary["judge"])
+    long = _traj("q1", "x", 0.0)
+    long.messages[1:] = [Message(role="assistant", content=f"step {i}: " + "word " * 30) for i in range(400)]  # fmt: skip
+    g = Group(env_id="e/Env-v0", task_id="q1", trajectories=[_traj("q1", "1", 1.0), long])
+    with pytest.raises(litellm.ContextWindowExceededError, match="pair prompt has"):
+        litellm.completion(model=summary["judge"], messages=build_prompt(g, default_rubric()).messages, max_tokens=8)  # fmt: skip
+
+
 def test_missing_store_and_unlabelled_store_are_one_line_errors(tmp_path: Path, capsys):
     assert (
         main(["judge-train", "--store", str(tmp_path / "nope.db"), "--out", str(tmp_path / "o")])
