@@ -70,6 +70,7 @@ import json
 import os
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import litellm
@@ -290,7 +291,10 @@ class LocalJudgeLLM(CustomLLM):
                 message=str(e), model=f"{PROVIDER}/{model}", llm_provider=PROVIDER
             ) from None
         n = (len(labels) - 1) * pair_orders
-        why = f"{PROVIDER}/{model}: mean P(wins) {{:.3f}} over {n} pairwise comparison(s)"
+
+        def why(p: float) -> str:
+            return f"{PROVIDER}/{model}: mean P(wins) {p:.3f} over {n} pairwise comparison(s)"
+
         return _scores_json(scores, labels, why), n_in, len(labels)
 
     def _point_scores(
@@ -309,7 +313,10 @@ class LocalJudgeLLM(CustomLLM):
             raise litellm.ContextWindowExceededError(
                 message=str(e), model=f"{PROVIDER}/{model}", llm_provider=PROVIDER
             ) from None
-        why = f"{PROVIDER}/{model}: P(yes) {{:.3f}} to 'did this attempt meet the demand?'"
+
+        def why(p: float) -> str:
+            return f"{PROVIDER}/{model}: P(yes) {p:.3f} to 'did this attempt meet the demand?'"
+
         return _scores_json(scores, labels, why), n_in, len(labels)
 
     def _check_fits(self, n: int, model: str) -> None:
@@ -390,11 +397,11 @@ class LocalJudgeLLM(CustomLLM):
         return tok.decode(new, skip_special_tokens=True), len(ids), len(new)
 
 
-def _scores_json(scores: dict[str, float], labels: list[str], why: str) -> str:
-    """The judge answer for ``labels``: each score, and ``why`` (a format string of the score)
-    as its rationale; nothing is flagged as a hack."""
+def _scores_json(scores: dict[str, float], labels: list[str], why: Callable[[float], str]) -> str:
+    """The judge answer for ``labels``: each score, and ``why(score)`` as its rationale;
+    nothing is flagged as a hack."""
     items = [{"trajectory_id": label, "score": round(scores[label], 4),
-              "rationale": why.format(scores[label]) + "; no written rationale.",
+              "rationale": why(scores[label]) + "; no written rationale.",
               "hack_suspected": False} for label in labels]  # fmt: skip
     return json.dumps({"scores": items})
 
