@@ -65,12 +65,13 @@ on a CPU. For real judging point ``--judge`` at any LiteLLM model string, e.g.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import json
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import litellm
@@ -91,7 +92,7 @@ from rankgym.judge_adapter import (  # core (the spec's hash reads them); re-exp
     split_model,
 )
 
-from .pair_judge import PAIR_FORMAT, model_scorer, score_pairs
+from .pair_judge import PAIR_FORMAT, PromptTooLong, model_scorer, score_pairs
 from .point_judge import POINT_FORMAT, point_scores
 from .prompt import parse_ids_line
 
@@ -122,10 +123,9 @@ class LocalJudgeLLM(CustomLLM):
         super().__init__()
         self._dtype = dtype
         self._lock = threading.Lock()
-        self._judges: dict[str, tuple[Any, Any, str, int, str]] = {}
-        """ref -> (base model, tokenizer, adapter fingerprint, prompt line limit, adapter name)"""
-        self._pointwise: dict[str, bool] = {}
-        """ref -> whether its adapter is a pointwise judge (``judge_train.json``'s objective)"""
+        self._judges: dict[str, tuple[Any, Any, str, int, str, bool]] = {}
+        """ref -> (base model, tokenizer, adapter fingerprint, prompt line limit, adapter name,
+        whether it is a pointwise judge)"""
         self._pair_cache: dict[str, dict[str, float]] = {}
         """model name -> pair prompt hash -> P(A wins): a group shown again in another order
         (judge-check, ``--permutations``) asks no pair twice. Cleared on a new adapter."""
@@ -200,10 +200,10 @@ class LocalJudgeLLM(CustomLLM):
         ref = resolve_ref(model)
         adapter: str | None = rg_model.OFF  # the shared base may carry a trainer's LoRA
         if ref is not None:
-            lm, tok, chars, adapter = self._pairwise_model(model, ref)
+            lm, tok, chars, adapter, pointwise = self._pairwise_model(model, ref)
             if labels:
-                with rg_model.using_adapter(lm, adapter):
-                    if self._pointwise.get(ref):
+                with rg_model.using_adapter(lm, adapter), _too_long_for(model):
+                    if pointwise:
                         return self._point_scores(lm, tok, msgs, labels, model, chars)
                     return self._pairwise_scores(lm, tok, msgs, labels, model, chars, pair_orders)
         else:
@@ -216,14 +216,15 @@ class LocalJudgeLLM(CustomLLM):
             self._check_fits(len(ids) + max_tokens, model)
             return self._greedy(lm, tok, ids, max_tokens)
 
-    def _pairwise_model(self, model: str, ref: str) -> tuple[Any, Any, int, str | None]:
-        """(model, tokenizer, line limit, adapter name): the process-wide base with the judge
-        adapter loaded under a name of its content hash (switched on with ``using_adapter``
-        for each request; not merged, so the base stays shared with the policy), or the plain
-        base for ``@pairwise`` (adapter ``OFF``)."""
+    def _pairwise_model(self, model: str, ref: str) -> tuple[Any, Any, int, str | None, bool]:
+        """(model, tokenizer, line limit, adapter name, pointwise): the process-wide base with
+        the judge adapter loaded under a name of its content hash (switched on with
+        ``using_adapter`` for each request; not merged, so the base stays shared with the
+        policy), or the plain base for ``@pairwise`` (adapter ``OFF``); ``pointwise``: the
+        adapter is a pointwise judge (``judge_train.json``'s objective)."""
         self._model(model)  # validates the name before ``@``
         if ref == PAIRWISE:
-            return (*rg_model.shared_embedded(self.dtype), 200, rg_model.OFF)
+            return (*rg_model.shared_embedded(self.dtype), 200, rg_model.OFF, False)
         try:
             d = adapter_dir(ref)
         except FileNotFoundError as e:
@@ -235,19 +236,13 @@ class LocalJudgeLLM(CustomLLM):
         if cached is None or cached[2] != fp:
             meta = json.loads((d / "judge_train.json").read_text())
             pointwise = meta.get("objective") == "pointwise"
-            if pointwise and meta.get("point_format") != POINT_FORMAT:
+            kind, key, served, flag = (("pointwise", "point_format", POINT_FORMAT, " --objective pointwise")
+                                       if pointwise else ("pair", "pair_format", PAIR_FORMAT, ""))  # fmt: skip
+            if meta.get(key) != served:
                 raise litellm.NotFoundError(
-                    message=f"judge adapter {str(d)!r} was trained with pointwise prompt format "
-                    f"{meta.get('point_format')}; this rankgym serves format {POINT_FORMAT}: "
-                    "retrain it with `rankgym judge-train --objective pointwise`",
-                    model=f"{PROVIDER}/{model}",
-                    llm_provider=PROVIDER,
-                )
-            if not pointwise and meta.get("pair_format") != PAIR_FORMAT:
-                raise litellm.NotFoundError(
-                    message=f"judge adapter {str(d)!r} was trained with pair prompt format "
-                    f"{meta.get('pair_format')}; this rankgym serves format {PAIR_FORMAT}: "
-                    "retrain it with `rankgym judge-train`",
+                    message=f"judge adapter {str(d)!r} was trained with {kind} prompt format "
+                    f"{meta.get(key)}; this rankgym serves format {served}: "
+                    f"retrain it with `rankgym judge-train{flag}`",
                     model=f"{PROVIDER}/{model}",
                     llm_provider=PROVIDER,
                 )
@@ -257,10 +252,9 @@ class LocalJudgeLLM(CustomLLM):
             name = f"judge-{fp or 'adapter'}"  # an older adapter of this ref stays loaded, unused
             rg_model.load_named_adapter(lm, d, name)
             chars = int(meta.get("config", {}).get("max_line_chars", 200))
-            cached = self._judges[ref] = (lm, tok, fp, chars, name)
-            self._pointwise[ref] = pointwise
+            cached = self._judges[ref] = (lm, tok, fp, chars, name, pointwise)
             self._pair_cache.clear()  # verdicts of an older adapter in the same directory
-        return cached[0], cached[1], cached[3], cached[4]
+        return cached[0], cached[1], cached[3], cached[4], cached[5]
 
     def _pairwise_scores(
         self,
@@ -284,12 +278,7 @@ class LocalJudgeLLM(CustomLLM):
         if len(cache) > PAIR_CACHE_SIZE:
             cache.clear()
         scorer = model_scorer(lm, tok, context_window=CONTEXT_WINDOW)
-        try:
-            scores, n_in = score_pairs(scorer, msgs, labels, max_line_chars, orders=pair_orders, cache=cache)  # fmt: skip
-        except ValueError as e:  # a pair longer than the context: the caller's message
-            raise litellm.ContextWindowExceededError(
-                message=str(e), model=f"{PROVIDER}/{model}", llm_provider=PROVIDER
-            ) from None
+        scores, n_in = score_pairs(scorer, msgs, labels, max_line_chars, orders=pair_orders, cache=cache)  # fmt: skip
         n = (len(labels) - 1) * pair_orders
 
         def why(p: float) -> str:
@@ -307,12 +296,7 @@ class LocalJudgeLLM(CustomLLM):
         max_line_chars: int,
     ) -> tuple[str, int, int]:
         """Scores of a pointwise judge: P(yes) per trajectory (``rankgym.judges.point_judge``)."""
-        try:
-            scores, n_in = point_scores(lm, tok, msgs, labels, max_line_chars, context_window=CONTEXT_WINDOW)  # fmt: skip
-        except ValueError as e:  # one attempt longer than the context: the caller's message
-            raise litellm.ContextWindowExceededError(
-                message=str(e), model=f"{PROVIDER}/{model}", llm_provider=PROVIDER
-            ) from None
+        scores, n_in = point_scores(lm, tok, msgs, labels, max_line_chars, context_window=CONTEXT_WINDOW)  # fmt: skip
 
         def why(p: float) -> str:
             return f"{PROVIDER}/{model}: P(yes) {p:.3f} to 'did this attempt meet the demand?'"
@@ -395,6 +379,18 @@ class LocalJudgeLLM(CustomLLM):
             )
         new = out[0, len(ids) :].tolist()
         return tok.decode(new, skip_special_tokens=True), len(ids), len(new)
+
+
+@contextlib.contextmanager
+def _too_long_for(model: str) -> Iterator[None]:
+    """A judge prompt over the context (``PromptTooLong``) as LiteLLM's context-window error,
+    which the caller answers by judging the group in smaller windows."""
+    try:
+        yield
+    except PromptTooLong as e:
+        raise litellm.ContextWindowExceededError(
+            message=str(e), model=f"{PROVIDER}/{model}", llm_provider=PROVIDER
+        ) from None
 
 
 def _scores_json(scores: dict[str, float], labels: list[str], why: Callable[[float], str]) -> str:

@@ -58,6 +58,11 @@ _SHARED_LINE = re.compile(r"^\[(O\d+)\] (.*)$")
 _REF_LINE = re.compile(r'^(result(?: of ".*")?:) see \[(O\d+)\]$')
 
 
+class PromptTooLong(ValueError):
+    """A judge prompt (one pair, or one attempt) longer than the model's context; raised before
+    any forward (the local provider answers it as a context-window error)."""
+
+
 def shorten_lines(text: str, max_line_chars: int) -> str:
     lines = []
     for line in text.splitlines():
@@ -125,15 +130,16 @@ def pair_messages(
 
     It holds the group's context, the two attempts and the tool outputs they share (see
     :func:`pair_shared`); nothing from the other trajectories or the group's order."""
-    parts = attempt_parts(group_messages, [label_a, label_b], "both attempts", max_line_chars)
+    head = "Task (how both attempts start):"
+    parts = attempt_parts(group_messages, [label_a, label_b], head, max_line_chars)
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "\n\n".join([*parts, QUESTION])}]  # fmt: skip
 
 
 def attempt_parts(
-    group_messages: list[dict[str, Any]], labels: list[str], who: str, max_line_chars: int
+    group_messages: list[dict[str, Any]], labels: list[str], head: str, max_line_chars: int
 ) -> list[str]:
-    """The parts of a prompt on one or two attempts of a group prompt: its context ("Task (how
-    ``who`` start(s))"), the tool outputs the attempts quote more than once between them
+    """The parts of a prompt on one or two attempts of a group prompt: its context under
+    ``head``, the tool outputs the attempts quote more than once between them
     (:func:`pair_shared`), then each block, as ``Attempt A:``/``Attempt B:`` for two and
     ``Attempt:`` for one, every line cut to ``max_line_chars``. Raises ``ValueError`` when a
     label is not a trajectory of the prompt."""
@@ -148,7 +154,7 @@ def attempt_parts(
     parts = []
     if context:
         limit = min(max_line_chars, CONTEXT_LINE_CHARS)
-        parts.append(f"Task (how {who} start{'s' if len(labels) == 1 else ''}):\n" + shorten_lines(context, limit))  # fmt: skip
+        parts.append(f"{head}\n" + shorten_lines(context, limit))
     if shared:
         parts.append(shorten_lines(shared, max_line_chars))
     named = [("A", block_a), ("B", block_b)] if len(labels) == 2 else [("", block_a)]
@@ -258,14 +264,14 @@ def score_pairs(
 
 def model_scorer(model: Any, tok: Any, context_window: int | None = None) -> PairScorer:
     """The :data:`PairScorer` of ``model``'s verdict read-out (one forward per pair prompt), for
-    :func:`score_pairs`. Raises ``ValueError`` when a pair prompt is longer than
+    :func:`score_pairs`. Raises :class:`PromptTooLong` when a pair prompt is longer than
     ``context_window`` tokens (before any forward)."""
 
     def p_first(prompts: list[list[dict[str, str]]]) -> tuple[list[float], int]:
         ctxs = [decision_context(tok, m) for m in prompts]
         longest = max((len(c) for c in ctxs), default=0)
         if context_window is not None and longest > context_window:
-            raise ValueError(f"a pair prompt has {longest} tokens, more than the {context_window}-token context")  # fmt: skip
+            raise PromptTooLong(f"a pair prompt has {longest} tokens, more than the {context_window}-token context")  # fmt: skip
         return p_first_wins(decision_logprobs(model, tok, ctxs)), sum(len(c) for c in ctxs)
 
     return p_first

@@ -24,6 +24,7 @@ from typing import Any
 
 from .pair_judge import (
     VERDICT_PREFIX,
+    PromptTooLong,
     attempt_parts,
     choice_ids,
     decision_context,
@@ -52,7 +53,7 @@ def point_messages(
     """The pointwise prompt for trajectory ``label`` of a group prompt: the group's context,
     the shared tool outputs it quotes (in place) and its block; nothing of the others.
     Raises ``ValueError`` when ``label`` is not a trajectory of the prompt."""
-    parts = attempt_parts(group_messages, [label], "the attempt", max_line_chars)
+    parts = attempt_parts(group_messages, [label], "Task (how the attempt starts):", max_line_chars)
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "\n\n".join([*parts, QUESTION])}]  # fmt: skip
 
 
@@ -71,7 +72,7 @@ def point_scores(
     context_window: int | None = None,
 ) -> tuple[dict[str, float], int]:
     """P(yes) / (P(yes) + P(no)) for each label, one prompt each; returns (scores, input
-    tokens). Raises ``ValueError`` naming the label when a prompt is longer than
+    tokens). Raises :class:`~rankgym.judges.pair_judge.PromptTooLong` naming the label when a prompt is longer than
     ``context_window`` tokens (nothing is scored then)."""
     import torch
 
@@ -79,7 +80,7 @@ def point_scores(
     ctxs = [decision_context(tok, point_messages(group_messages, lab, max_line_chars)) for lab in labels]  # fmt: skip
     for lab, c in zip(labels, ctxs, strict=True):
         if context_window is not None and len(c) > context_window:
-            raise ValueError(f"the pointwise prompt of {lab} has {len(c)} tokens, more than the {context_window}-token context")  # fmt: skip
+            raise PromptTooLong(f"the pointwise prompt of {lab} has {len(c)} tokens, more than the {context_window}-token context")  # fmt: skip
     scores: dict[str, float] = {}
     for start in range(0, len(labels), batch_size):
         logp = decision_logprobs(model, tok, ctxs[start : start + batch_size], choices)

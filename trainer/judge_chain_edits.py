@@ -42,7 +42,14 @@ from typing import Any
 
 from rankgym.envs.rollout_episode import clean_message
 from rankgym.judges.judge_data import PairItem, task_pools
-from rankgym.trainer.judge_counterfactuals import Replay, final_reply, play_on, replay, replay_tasks
+from rankgym.trainer.judge_counterfactuals import (
+    Replay,
+    calls_ran,
+    final_reply,
+    play_on,
+    replay,
+    replay_tasks,
+)
 from rankgym.types import Message, Trajectory
 
 __all__ = ["EDIT_STORE", "ChainEditStats", "chain_edits", "restate"]
@@ -122,10 +129,6 @@ def _calls_key(m: Message) -> str:
     return json.dumps([(c.function.name, c.function.arguments) for c in m.tool_calls or []])
 
 
-def _ran(results: list[Any]) -> bool:
-    return bool(results) and all(r.ok for r in results)
-
-
 def _edits(
     s: Trajectory, p: Replay, failed_calls: list[Message], per_success: int, rng: random.Random
 ) -> Iterable[tuple[str, list[Message]]]:
@@ -133,7 +136,7 @@ def _edits(
     :func:`_answer` restates once the edited chain has run), drop and reverse first; ``p``: its
     replay."""
     turns = [i for i, m in enumerate(s.messages) if m.role == "assistant"]
-    ran = [(turns[k], r) for k, r in enumerate(p.results) if _ran(r)]
+    ran = [(turns[k], r) for k, r in enumerate(p.results) if calls_ran(r)]
     if not ran:
         return
     if len(ran) >= 2:
@@ -241,7 +244,7 @@ def _answer(kind: str, head: Replay | None, old: str, final: str) -> str | None:
     result that ran, or its result is ``old``."""
     if head is None or not head.results:
         return ""
-    if kind != "drop" and not _ran(head.results[-1]):
+    if kind != "drop" and not calls_ran(head.results[-1]):
         return ""
     last = head.last_result()
     if last is None or last.content.strip() == old.strip():

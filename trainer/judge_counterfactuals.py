@@ -39,6 +39,7 @@ __all__ = [
     "Replay",
     "SwapStats",
     "answer_swaps",
+    "calls_ran",
     "final_reply",
     "play_on",
     "replay",
@@ -103,8 +104,13 @@ class Replay:
 
     def last_result(self) -> Any | None:
         """The last tool result of a message whose calls all ran, or None."""
-        ran = [r for rs in self.results if rs and all(x.ok for x in rs) for r in rs]
+        ran = [r for rs in self.results if calls_ran(rs) for r in rs]
         return ran[-1] if ran else None
+
+
+def calls_ran(results: list[Any]) -> bool:
+    """True when a message made calls (``results``: their ``ToolResult``s) and all of them ran."""
+    return bool(results) and all(r.ok for r in results)
 
 
 def replay(env: Any, split: str, t: Trajectory, messages: list[Message]) -> Replay | None:

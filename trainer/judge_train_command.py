@@ -216,7 +216,7 @@ def _print(summary: dict[str, Any]) -> None:
     if points:  # a pointwise judge: trained on trajectories, checked on pairs
         print(f"pointwise: {points['trajectories']} trajectories of {points['tasks']} training-side tasks "
               f"({points['success']} with full marks = yes, {points['failure']} = no; {points['too_long']} too long), "
-              f"{points.get('ties', 0)} tie pairs; "
+              f"{points['ties']} tie pairs; "
               f"{summary['heldout_pairs']} held-out pairs; {times}")  # fmt: skip
     else:
         print(f"pairs: {summary['train_pairs']} train, {summary['heldout_pairs']} held-out; "

@@ -60,6 +60,12 @@ def make_group(n: int = 3, final_answers: list[str] | None = None, gid: str = "g
     return Group(id=gid, env_id="rankgym/EmailSearch-v0", task_id="q1", trajectories=trajs)
 
 
+def rambling(n: int = 400) -> list[Message]:
+    """``n`` assistant messages of ~40 tokens: an attempt far over the local judge's 8192-token
+    context once rendered."""
+    return [Message(role="assistant", content=f"step {i}: " + "word " * 30) for i in range(n)]
+
+
 def labels_in(messages: list[dict[str, Any]]) -> list[str]:
     return re.findall(r'<trajectory id="(T\d+)">', messages[-1]["content"]) or re.findall(
         r'<trajectory id="(T\d+)">', messages[1]["content"]

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from judge_fakes import rambling
 
 from rankgym.cli import main
 from rankgym.store import Store
@@ -113,7 +114,7 @@ def test_a_pair_longer_than_the_context_is_a_context_window_error(trained):
     _, _, summary = trained
     ensure_provider(summary["judge"])
     long = _traj("q1", "x", 0.0)
-    long.messages[1:] = [Message(role="assistant", content=f"step {i}: " + "word " * 30) for i in range(400)]  # fmt: skip
+    long.messages[1:] = rambling()
     g = Group(env_id="e/Env-v0", task_id="q1", trajectories=[_traj("q1", "1", 1.0), long])
     with pytest.raises(litellm.ContextWindowExceededError, match="pair prompt has"):
         litellm.completion(model=summary["judge"], messages=build_prompt(g, default_rubric()).messages, max_tokens=8)  # fmt: skip

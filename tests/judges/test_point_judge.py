@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from judge_fakes import rambling
 
 from rankgym.cli import main
 from rankgym.judges.point_judge import QUESTION, SYSTEM, point_messages
@@ -191,7 +192,7 @@ def test_an_attempt_longer_than_the_context_is_a_context_window_error(trained):
     _, summary = trained
     ensure_provider(summary["judge"])
     long = _traj("q1", "x", 0.0)
-    long.messages[2:] = [Message(role="assistant", content=f"step {i}: " + "word " * 30) for i in range(400)]  # fmt: skip
+    long.messages[2:] = rambling()
     g = Group(env_id="e/Env-v0", task_id="q1", trajectories=[_traj("q1", "1", 1.0), long])
     with pytest.raises(litellm.ContextWindowExceededError, match="pointwise prompt of T2"):
         litellm.completion(model=summary["judge"], messages=build_prompt(g, default_rubric()).messages, max_tokens=8)  # fmt: skip
