@@ -16,6 +16,10 @@ percentile intervals of a cluster bootstrap over **tasks** (pairs of one task mo
 the same resamples are used for every judge, so ``paired`` gives the CI of each difference
 (judge minus the first judge), which is narrower than comparing two separate CIs.
 
+A judge whose score of one attempt reads the rest of the group (a pointwise judge with answer
+agreement) is given each pair among other attempts of its task (``peers`` of
+:func:`judge_pairs`); only the pair's two scores are read.
+
 What it does not do: judge groups larger than two (a trained pairwise judge would need
 N(N-1)/2 calls per group; see ``pair_judge.score_pairs``), retry failed calls (a failure is
 counted as a wrong and inconsistent answer and reported in ``errors``), or correct for multiple
@@ -31,7 +35,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from rankgym.types import Group
+from rankgym.types import Group, Trajectory
 
 from .agreement import unit_stats
 from .judge_data import PairItem, baselines
@@ -64,18 +68,34 @@ def litellm_respond(model: str, max_tokens: int = 512) -> Respond:
     return respond
 
 
+Peers = Callable[[PairItem], list[Trajectory]]
+"""Other attempts at a pair's task to show after the pair (for a judge whose score reads the
+group: ``rankgym.judge_adapter.reads_group``)."""
+
+
 def judge_pairs(
-    respond: Respond, pairs: list[PairItem], rubric: str, progress: bool = False, desc: str = ""
+    respond: Respond,
+    pairs: list[PairItem],
+    rubric: str,
+    progress: bool = False,
+    desc: str = "",
+    peers: Peers | None = None,
 ) -> list[dict[str, Any]]:
-    """Scores of winner and loser for every pair in both orders (``None`` on a failed call)."""
+    """Scores of winner and loser for every pair in both orders (``None`` on a failed call).
+    ``peers``: each pair is shown with these other attempts of its task after it (their
+    scores are not read), for a judge whose score of one attempt reads the rest of the group."""
     rows = []
     bar = None
     if progress:
         bar = tqdm(total=2 * len(pairs), desc=desc or "judging", unit="pres", leave=False)
     for p in pairs:
         g = pair_group(p)
+        rest = [t for t in (peers(p) if peers else []) if t.id not in (p.winner.id, p.loser.id)]
+        if rest:
+            g = g.model_copy(update={"trajectories": [*g.trajectories, *rest]})
         for winner_first in (True, False):
             order = [p.winner.id, p.loser.id] if winner_first else [p.loser.id, p.winner.id]
+            order += [t.id for t in rest]
             prompt = build_prompt(g, rubric, order)
             row: dict[str, Any] = {"pair": p.id, "task": p.task_key, "source": p.source,
                                    "env": p.env_id, "winner_first": winner_first}  # fmt: skip

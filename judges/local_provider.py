@@ -41,7 +41,8 @@ holds one): the adapter loaded by name into the process-wide base model (the one
 ``DIR/judge_train.json``) and switched on for each request, scoring a group by pairwise
 comparisons (``rankgym.judges.pair_judge.score_pairs``: each trajectory's mean probability of
 winning its pairs), or, for a judge trained with ``--objective pointwise``, by P(yes) for each
-trajectory read alone (``rankgym.judges.point_judge.point_scores``).
+trajectory read alone (``rankgym.judges.point_judge.point_scores``; with ``--agreement``, each
+prompt also says how many of the group's other attempts gave the same final answer).
 
 **One base copy.** Every local judge runs on the process-wide base
 (``rankgym.model.shared_embedded``), the copy a trainer on the embedded model also puts its
@@ -123,9 +124,9 @@ class LocalJudgeLLM(CustomLLM):
         super().__init__()
         self._dtype = dtype
         self._lock = threading.Lock()
-        self._judges: dict[str, tuple[Any, Any, str, int, str, bool]] = {}
+        self._judges: dict[str, tuple[Any, Any, str, int, str, bool, bool]] = {}
         """ref -> (base model, tokenizer, adapter fingerprint, prompt line limit, adapter name,
-        whether it is a pointwise judge)"""
+        whether it is a pointwise judge, whether its prompt states answer agreement)"""
         self._pair_cache: dict[str, dict[str, float]] = {}
         """model name -> pair prompt hash -> P(A wins): a group shown again in another order
         (judge-check, ``--permutations``) asks no pair twice. Cleared on a new adapter."""
@@ -200,11 +201,11 @@ class LocalJudgeLLM(CustomLLM):
         ref = resolve_ref(model)
         adapter: str | None = rg_model.OFF  # the shared base may carry a trainer's LoRA
         if ref is not None:
-            lm, tok, chars, adapter, pointwise = self._pairwise_model(model, ref)
+            lm, tok, chars, adapter, pointwise, agreement = self._pairwise_model(model, ref)
             if labels:
                 with rg_model.using_adapter(lm, adapter), _too_long_for(model):
                     if pointwise:
-                        return self._point_scores(lm, tok, msgs, labels, model, chars)
+                        return self._point_scores(lm, tok, msgs, labels, model, chars, agreement)
                     return self._pairwise_scores(lm, tok, msgs, labels, model, chars, pair_orders)
         else:
             lm, tok = self._model(model)
@@ -216,15 +217,16 @@ class LocalJudgeLLM(CustomLLM):
             self._check_fits(len(ids) + max_tokens, model)
             return self._greedy(lm, tok, ids, max_tokens)
 
-    def _pairwise_model(self, model: str, ref: str) -> tuple[Any, Any, int, str | None, bool]:
-        """(model, tokenizer, line limit, adapter name, pointwise): the process-wide base with
+    def _pairwise_model(self, model: str, ref: str) -> tuple[Any, Any, int, str | None, bool, bool]:
+        """(model, tokenizer, line limit, adapter name, pointwise, agreement): the process-wide base with
         the judge adapter loaded under a name of its content hash (switched on with
         ``using_adapter`` for each request; not merged, so the base stays shared with the
         policy), or the plain base for ``@pairwise`` (adapter ``OFF``); ``pointwise``: the
-        adapter is a pointwise judge (``judge_train.json``'s objective)."""
+        adapter is a pointwise judge (``judge_train.json``'s objective); ``agreement``: its prompt
+        states each attempt's answer agreement with the group (``--agreement``)."""
         self._model(model)  # validates the name before ``@``
         if ref == PAIRWISE:
-            return (*rg_model.shared_embedded(self.dtype), 200, rg_model.OFF, False)
+            return (*rg_model.shared_embedded(self.dtype), 200, rg_model.OFF, False, False)
         try:
             d = adapter_dir(ref)
         except FileNotFoundError as e:
@@ -252,9 +254,10 @@ class LocalJudgeLLM(CustomLLM):
             name = f"judge-{fp or 'adapter'}"  # an older adapter of this ref stays loaded, unused
             rg_model.load_named_adapter(lm, d, name)
             chars = int(meta.get("config", {}).get("max_line_chars", 200))
-            cached = self._judges[ref] = (lm, tok, fp, chars, name, pointwise)
+            agreement = pointwise and bool(meta.get("agreement"))
+            cached = self._judges[ref] = (lm, tok, fp, chars, name, pointwise, agreement)
             self._pair_cache.clear()  # verdicts of an older adapter in the same directory
-        return cached[0], cached[1], cached[3], cached[4], cached[5]
+        return cached[0], cached[1], cached[3], cached[4], cached[5], cached[6]
 
     def _pairwise_scores(
         self,
@@ -294,9 +297,11 @@ class LocalJudgeLLM(CustomLLM):
         labels: list[str],
         model: str,
         max_line_chars: int,
+        agreement: bool = False,
     ) -> tuple[str, int, int]:
-        """Scores of a pointwise judge: P(yes) per trajectory (``rankgym.judges.point_judge``)."""
-        scores, n_in = point_scores(lm, tok, msgs, labels, max_line_chars, context_window=CONTEXT_WINDOW)  # fmt: skip
+        """Scores of a pointwise judge: P(yes) per trajectory (``rankgym.judges.point_judge``);
+        ``agreement``: each prompt states its answer agreement with the whole group."""
+        scores, n_in = point_scores(lm, tok, msgs, labels, max_line_chars, context_window=CONTEXT_WINDOW, agreement=agreement)  # fmt: skip
 
         def why(p: float) -> str:
             return f"{PROVIDER}/{model}: P(yes) {p:.3f} to 'did this attempt meet the demand?'"

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 from pathlib import Path
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "adapter_dir",
     "adapter_fingerprint",
     "default_judge_dir",
+    "reads_group",
     "resolve_ref",
     "split_model",
 ]
@@ -115,3 +117,20 @@ def adapter_fingerprint(model: str) -> str | None:
             h.update(f.name.encode() + b"\0" + f.read_bytes())
         _fingerprints[key] = h.hexdigest()[:16]
     return _fingerprints[key]
+
+
+def reads_group(model: str) -> bool:
+    """Whether a ``local/NAME@DIR`` judge's score of an attempt reads the rest of its group: a
+    pointwise judge trained with ``--agreement`` (``judge_train.json``). Such a judge is checked
+    on a pair shown among other attempts of its task, not on the pair alone. False for any
+    other model, and for an adapter that is not there."""
+    if not model.startswith(_PREFIX):
+        return False
+    ref = resolve_ref(model[len(_PREFIX) :])
+    if ref is None or ref == PAIRWISE:
+        return False
+    try:
+        meta = json.loads((adapter_dir(ref) / "judge_train.json").read_text())
+    except (FileNotFoundError, ValueError):
+        return False
+    return meta.get("objective") == "pointwise" and bool(meta.get("agreement"))

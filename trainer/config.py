@@ -312,6 +312,10 @@ class JudgeTrainSection(_Section):
     ``pointwise``: it reads one attempt and answers yes/no, trained on every training-side
     trajectory with a verifier outcome (``rankgym judge-train --objective``,
     ``trainer/judge_points.py``); the check is on held-out pairs either way."""
+    agreement: bool = False
+    """Pointwise only: the judge's prompt also says how many of the other attempts at the task
+    gave the same final answer (``rankgym judge-train --agreement``,
+    ``rankgym/judges/answers.py``)."""
     max_context_tokens: int = Field(768, ge=64, le=1_000_000)
     """Longest pair presentation trained on (``--max-context-tokens``); longer ones are skipped."""
     max_train_pairs: int = Field(150, ge=1, le=1_000_000)

@@ -2,7 +2,8 @@
 a judge on labelled pairs it never trained on.
 
 - :func:`compare_heldout`: judge decided pairs with ``job.compare_with`` and a judge (each pair
-  in both orders, rows cached in ``work/judged/``), compared in ``comparison.txt``.
+  in both orders, rows cached in ``work/judged/``), compared in ``comparison.txt``; a judge
+  whose score reads the group sees each pair among other attempts of its task (:func:`task_peers`).
 - :func:`heldout_check`: that comparison and, given tie pairs, ``tie_check``'s lean on them:
   the ``comparison`` and ``ties`` of ``report.json`` (``judge_stage_check.stage_check`` reads them).
 - :func:`compare_again`: a finished run's held-out pairs judged again (``--compare-only``).
@@ -21,15 +22,28 @@ from pathlib import Path
 from typing import Any
 
 from rankgym.errors import UserError
-from rankgym.judges.judge_compare import compare, format_comparison, judge_pairs, litellm_respond
-from rankgym.judges.judge_data import PairItem, build_dataset, cap_ties
+from rankgym.judge_adapter import reads_group
+from rankgym.judges.judge_compare import (
+    Peers,
+    compare,
+    format_comparison,
+    judge_pairs,
+    litellm_respond,
+)
+from rankgym.judges.judge_data import PairItem, build_dataset, cap_ties, task_pools
 from rankgym.judges.pair_files import read_jsonl, write_jsonl
 from rankgym.judges.prompt import default_rubric
 from rankgym.store import Store
 from rankgym.trainer.judge_job import JudgeTrainJob, TooFewPairs, check_job, require_checkable
 from rankgym.trainer.judge_pairs import cap_pairs
+from rankgym.types import Trajectory
 
-__all__ = ["check_judge", "compare_again", "compare_heldout", "heldout_check", "judged_rows_key"]
+__all__ = ["check_judge", "compare_again", "compare_heldout", "heldout_check", "judged_rows_key",
+           "task_peers"]  # fmt: skip
+
+PEERS = 6
+"""Other attempts of its task a pair is shown with, for a judge that reads the group (a group
+of 8, as a pointwise judge's training prompts: ``judge_points.TASK_GROUP``)."""
 
 
 def judged_rows_key(model: str, ids: list[str], kind: str = "") -> str:
@@ -42,6 +56,33 @@ def judged_rows_key(model: str, ids: list[str], kind: str = "") -> str:
     dtype = in_process_dtype(model)
     suffix = f"|{dtype}" if dtype else ""
     return hashlib.sha256(f"{kind}{model}|{adapter_fingerprint(model)}|{ids}{suffix}".encode()).hexdigest()[:16]  # fmt: skip
+
+
+def task_peers(job: JudgeTrainJob, pairs: list[PairItem], n: int = PEERS) -> Peers:
+    """For each pair, up to ``n`` other attempts at its task from ``job.stores`` (every
+    episode with a verifier outcome, repeats included, as a pointwise judge trains on them;
+    a fixed choice: the first by trajectory id), for a judge whose score reads the group
+    (``rankgym.judge_adapter.reads_group``)."""
+    stores = {s: Store(s, readonly=True) for s in job.stores}
+    try:
+        pools = task_pools(stores, job.runs, dedupe=False)
+    finally:
+        for st in stores.values():
+            st.close()
+    wanted = {(p.env_id, p.task_id) for p in pairs}
+    by_task = {k: sorted((t for _, t in pool.values()), key=lambda t: t.id)
+               for k, pool in pools.items() if k in wanted}  # fmt: skip
+
+    def peers(p: PairItem) -> list[Trajectory]:
+        seen = {p.winner.id, p.loser.id}
+        out: list[Trajectory] = []
+        for t in by_task.get((p.env_id, p.task_id), []):
+            if t.id not in seen and len(out) < n:
+                seen.add(t.id)
+                out.append(t)
+        return out
+
+    return peers
 
 
 def compare_heldout(
@@ -63,11 +104,13 @@ def compare_heldout(
     ids = [p.id for p in heldout]
     results = {}
     for m in judges:
-        path = cache / f"{judged_rows_key(m, ids)}.json"
+        group = reads_group(m)
+        path = cache / f"{judged_rows_key(m, ids, 'peers|' if group else '')}.json"
         if path.is_file():
             results[m] = json.loads(path.read_text())
             continue
-        results[m] = judge_pairs(litellm_respond(m), heldout, rubric, progress, desc=m[-40:])
+        peers = task_peers(job, heldout) if group else None
+        results[m] = judge_pairs(litellm_respond(m), heldout, rubric, progress, desc=m[-40:], peers=peers)  # fmt: skip
         _write_json(path, results[m])
     report = compare(results, heldout, seed=job.train.seed)
     (job.out / f"{name}.txt").write_text(format_comparison(report) + "\n")

@@ -102,6 +102,10 @@ class JudgeTrainJob:
     ``pointwise``: a judge that reads one attempt and answers yes/no, trained on every
     trajectory of the training-side tasks with a verifier outcome (``judge_points``); the
     held-out check is on pairs either way."""
+    agreement: bool = False
+    """Pointwise only: the prompt also states how many of the other attempts at the task gave
+    the same final answer (``rankgym.judges.answers``); served, the count is over the group the
+    judge is given, and the held-out check shows each pair among other attempts of its task."""
     min_check: tuple[int, int] | None = None
     """(pairs, tasks): stop before any training, with :class:`TooFewPairs`, when the held-out
     pairs are fewer than that or span fewer tasks, i.e. too few to decide a check (the
@@ -156,5 +160,7 @@ def check_job(job: JudgeTrainJob) -> None:
             raise UserError("--objective pointwise learns from verifier rewards (a yes/no label per trajectory); people's rankings are relative: add verifier to --sources, or train a pairwise judge")  # fmt: skip
         if job.answer_swaps or job.chain_edits:
             raise UserError("--answer-swaps and --chain-edits make pairs; --objective pointwise trains on single trajectories: set them to 0")  # fmt: skip
+    if job.agreement and job.objective != "pointwise":
+        raise UserError("--agreement adds a line to a pointwise judge's prompt (how many other attempts gave the same final answer): add --objective pointwise")  # fmt: skip
     if job.base != BASE_DEFAULT and not Path(job.base).is_dir():
         raise UserError(f"--base {job.base!r}: use local/smollm2 or a local transformers model directory")  # fmt: skip

@@ -203,7 +203,7 @@ def run_judge_train(job: JudgeTrainJob, progress: bool = False) -> dict[str, Any
         from rankgym.trainer.judge_loss import SERVED
 
         ties = [p for p in train_pairs if p.tie] if cfg.tie_loss in SERVED else []
-        examples, points = point_examples(tok, job.stores, _heldout_tasks(out, heldout), cfg, job.runs, ties)  # fmt: skip
+        examples, points = point_examples(tok, job.stores, _heldout_tasks(out, heldout), cfg, job.runs, ties, job.agreement)  # fmt: skip
         stats["pointwise"] = points
         (out / "data" / "dataset.json").write_text(json.dumps(stats, indent=2))
         skipped = points["too_long"]
@@ -225,7 +225,7 @@ def run_judge_train(job: JudgeTrainJob, progress: bool = False) -> dict[str, Any
     model = _with_lora(model, job)
     log = train_judge(model, tok, examples, cfg, out / "work", fingerprint, progress)
     meta = {"format": 1, "pair_format": PAIR_FORMAT, "objective": job.objective,
-            "point_format": POINT_FORMAT if pointwise else None,
+            "point_format": POINT_FORMAT if pointwise else None, "agreement": job.agreement,
             "base": job.base, "config": config_dict(cfg),
             "dataset": stats, "stores": job.stores, "fingerprint": fingerprint,
             "sources": list(job.sources), "human_weight": job.human_weight,
@@ -255,6 +255,7 @@ def run_judge_train(job: JudgeTrainJob, progress: bool = False) -> dict[str, Any
         },  # fmt: skip
         "counterfactuals": {k: stats[k] for k in ("answer_swaps", "chain_edits") if k in stats},
         "objective": job.objective,
+        "agreement": job.agreement,
         "pointwise": stats.get("pointwise"),
         "threads": threads,
         "load_avg": os.getloadavg()[0],

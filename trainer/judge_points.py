@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from rankgym.judges.answers import agreement_counts
 from rankgym.judges.judge_compare import pair_group
 from rankgym.judges.judge_data import PairItem, task_pools
 from rankgym.judges.pair_judge import decision_context
@@ -49,12 +50,15 @@ def point_examples(
     cfg: JudgeTrainConfig,
     runs: Iterable[str] | None = None,
     ties: Sequence[PairItem] = (),
+    agreement: bool = False,
 ) -> tuple[list[Example], dict[str, int]]:
     """The pointwise examples of ``stores`` outside ``heldout_tasks`` (env id, task id), and
     their counts (``trajectories``, ``success``, ``failure``, ``tasks``, ``too_long``: left
     out as longer than ``cfg.max_context_tokens``; ``ties``). ``ties``: tie pairs (two
     trajectories of one task with the same verifier outcome) whose two scores the tie loss
-    pulls together (:func:`tie_examples`)."""
+    pulls together (:func:`tie_examples`). ``agreement``: each prompt states how many of the
+    other attempts in its group prompt (up to :data:`TASK_GROUP` of the task) gave the same
+    final answer (``rankgym.judges.answers``)."""
     from rankgym.trainer.judge_train import Example
 
     yes, no = verdict_ids(tok)
@@ -78,8 +82,9 @@ def point_examples(
             g = Group(id=f"points-{task_id}", env_id=env_id, task_id=task_id,
                       trajectories=[t.model_copy(update={"id": k}) for k, (_, t) in part.items()])  # fmt: skip
             prompt = build_prompt(g, rubric)
+            agree = agreement_counts(prompt.messages) if agreement else None
             for label, key in prompt.labels.items():
-                ctx = decision_context(tok, point_messages(prompt.messages, label, cfg.max_line_chars))  # fmt: skip
+                ctx = decision_context(tok, point_messages(prompt.messages, label, cfg.max_line_chars, agree))  # fmt: skip
                 if len(ctx) > cfg.max_context_tokens:
                     too_long += 1
                     continue
@@ -92,18 +97,21 @@ def point_examples(
                 wrong=no if succeeded(t) else yes, weight=weight[succeeded(t)])
         for key, t, ctx in rows
     ]  # fmt: skip
-    pairs = tie_examples(tok, ties, cfg)
+    pairs = tie_examples(tok, ties, cfg, agreement)
     counts = {"trajectories": len(rows), "success": pos, "failure": neg, "tasks": tasks,
               "too_long": too_long, "ties": len(pairs) // 2}  # fmt: skip
     return examples + pairs, counts
 
 
-def tie_examples(tok: Any, ties: Sequence[PairItem], cfg: JudgeTrainConfig) -> list[Example]:
+def tie_examples(
+    tok: Any, ties: Sequence[PairItem], cfg: JudgeTrainConfig, agreement: bool = False
+) -> list[Example]:
     """Two tie rows per tie pair, one per trajectory, each reading `` yes`` against `` no``:
     with a served tie loss (``served-logit``: half the difference of the two yes-logits) the
     loss pulls the two scores together, so that what tells two equally good attempts apart
     (their length, in the data so far) earns nothing. A pair with a prompt over
-    ``cfg.max_context_tokens`` is left out."""
+    ``cfg.max_context_tokens`` is left out. ``agreement``: the counts are over the pair alone
+    (a tie pair keeps no group)."""
     from rankgym.trainer.judge_train import Example
 
     yes, no = verdict_ids(tok)
@@ -111,7 +119,8 @@ def tie_examples(tok: Any, ties: Sequence[PairItem], cfg: JudgeTrainConfig) -> l
     out: list[Example] = []
     for p in ties:
         msgs = build_prompt(pair_group(p), rubric).messages
-        ctxs = [decision_context(tok, point_messages(msgs, lab, cfg.max_line_chars)) for lab in ("T1", "T2")]  # fmt: skip
+        agree = agreement_counts(msgs) if agreement else None
+        ctxs = [decision_context(tok, point_messages(msgs, lab, cfg.max_line_chars, agree)) for lab in ("T1", "T2")]  # fmt: skip
         if max(len(c) for c in ctxs) > cfg.max_context_tokens:
             continue
         out += [Example(key=f"tie-{p.id}:{k}", context=c, correct=yes, wrong=no, tie=True)

@@ -76,7 +76,7 @@ def _job(cfg: TrainConfig, jt: JudgeTrainSection, out: Path, stores: list[str]) 
         max_heldout_pairs=jt.max_heldout_pairs, heldout_fraction=jt.heldout_fraction,
         min_heldout_tasks=MIN_CHECK_TASKS, train=train, compare_with=(),
         answer_swaps=jt.answer_swaps, chain_edits=jt.chain_edits,
-        length_balance=jt.length_balance, objective=jt.objective,
+        length_balance=jt.length_balance, objective=jt.objective, agreement=jt.agreement,
         env_kwargs={e: _rollout_kwargs(cfg, e) or {} for e in _envs(cfg)},
     )  # fmt: skip
 

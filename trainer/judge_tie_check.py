@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from rankgym.judge_adapter import reads_group
 from rankgym.judges.judge_compare import judge_pairs, litellm_respond
 from rankgym.judges.judge_data import PairItem, tool_call_count
 from rankgym.judges.prompt import default_rubric
@@ -69,7 +70,7 @@ def tie_check(
     """:func:`tie_stats` of ``job.compare_with`` and ``trained`` on held-out tie pairs (rows
     cached in ``work/judged/`` like the comparison's); also written to ``ties.json``."""
     from rankgym.trainer.checkpoint import write_json_atomic  # imports torch: not at module load
-    from rankgym.trainer.judge_heldout import judged_rows_key
+    from rankgym.trainer.judge_heldout import judged_rows_key, task_peers
 
     rubric = default_rubric()
     cache = job.out / "work" / "judged"
@@ -77,11 +78,13 @@ def tie_check(
     ids = [p.id for p in ties]
     report = {}
     for m in [*job.compare_with, *([trained] if trained else [])]:
-        path = cache / f"ties-{judged_rows_key(m, ids, 'ties|')}.json"
+        group = reads_group(m)
+        path = cache / f"ties-{judged_rows_key(m, ids, 'ties|peers|' if group else 'ties|')}.json"
         if path.is_file():
             rows = json.loads(path.read_text())
         else:
-            rows = judge_pairs(litellm_respond(m), ties, rubric, progress, desc=m[-40:])
+            peers = task_peers(job, ties) if group else None
+            rows = judge_pairs(litellm_respond(m), ties, rubric, progress, desc=m[-40:], peers=peers)  # fmt: skip
             write_json_atomic(path, rows)
         report[m] = tie_stats(rows, ties)
     write_json_atomic(job.out / "ties.json", report)

@@ -78,6 +78,7 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tie-loss", choices=TIE_LOSS_CHOICES, default="presentation", help="what the tie loss pulls to 0.5: each presentation's P(first better), the pair's order-averaged P that serving reads (served), or its order-averaged logit (served-logit: same zero, a gradient a position bias does not flatten); the served forms keep both orders in one batch (default: %(default)s)")  # fmt: skip
     p.add_argument("--answer-swaps", type=int, default=0, metavar="N", help="also train on up to N answer swaps per success of the training side: the success with a final reply the policy wrote elsewhere (the same task's failures first) in place of its own, labelled by replaying the env; teaches what the answer says rather than how long the episode is; 0 = none (default: 0)")  # fmt: skip
     p.add_argument("--objective", choices=OBJECTIVES, default="pairwise", help="pairwise: a judge that compares two attempts, trained on labelled pairs; pointwise: a judge that reads one attempt and answers yes/no, trained on every training-side trajectory with a verifier outcome (full marks = yes), which also counts the tasks whose attempts all succeed or all fail; the held-out check is on pairs either way (default: pairwise)")  # fmt: skip
+    p.add_argument("--agreement", action="store_true", help="with --objective pointwise: the judge's prompt also says how many of the other attempts at the task gave the same final answer (self-consistency, a vote the judge learns how far to trust from the verifier's labels); served, the count is over the group it judges")  # fmt: skip
     p.add_argument("--chain-edits", type=int, default=0, metavar="N", help="also train on up to N chain edits per success of the training side: the success with its last call left out, or with one more call the policy made in a failed episode of the task, answering with what that chain returned, labelled by replaying the env; teaches whether the calls lead to the answer; 0 = none (default: 0)")  # fmt: skip
     p.add_argument("--init-adapter", metavar="DIR", help="continue training this judge adapter (OUT/adapter of an earlier judge-train; its LoRA shape, --lora-* ignored) instead of a fresh LoRA")  # fmt: skip
     p.add_argument("--save-dtype", choices=("float32", "bfloat16"), default="float32", help="dtype of the saved adapter weights (bfloat16 halves the file; default: %(default)s)")  # fmt: skip
@@ -190,7 +191,7 @@ def _job(args: argparse.Namespace) -> JudgeTrainJob:
         prefer_stores=list(args.prefer_store or []), sources=_sources(args),
         human_weight=args.human_weight, rollout=rollout, save_dtype=args.save_dtype,
         tie_ratio=args.tie_ratio, init_adapter=args.init_adapter, answer_swaps=args.answer_swaps,
-        chain_edits=args.chain_edits, objective=args.objective,
+        chain_edits=args.chain_edits, objective=args.objective, agreement=args.agreement,
     )  # fmt: skip
 
 
@@ -214,7 +215,7 @@ def _print(summary: dict[str, Any]) -> None:
              + (f", compare {s['compare']:.0f}s" if "compare" in s else ""))  # fmt: skip
     points = summary.get("pointwise")
     if points:  # a pointwise judge: trained on trajectories, checked on pairs
-        print(f"pointwise: {points['trajectories']} trajectories of {points['tasks']} training-side tasks "
+        print(f"pointwise{' with answer agreement' if summary.get('agreement') else ''}: {points['trajectories']} trajectories of {points['tasks']} training-side tasks "
               f"({points['success']} with full marks = yes, {points['failure']} = no; {points['too_long']} too long), "
               f"{points['ties']} tie pairs; "
               f"{summary['heldout_pairs']} held-out pairs; {times}")  # fmt: skip

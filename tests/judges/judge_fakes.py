@@ -24,6 +24,15 @@ EMAIL_A = "From: alice@corp.example\nSubject: Q3 budget\n\nThe Q3 budget is 41,2
 EMAIL_B = "From: bob@corp.example\nSubject: Offsite\n\nThe offsite moves to Lisbon, 12-14 October."
 
 
+def answer_traj(task: str, text: str, reward: float | None, truncated: bool = False) -> Trajectory:
+    """One attempt at ``task`` of the fake env ``e/Env-v0``: the question, then ``text`` as its
+    final reply (none of it when ``truncated``: the episode was cut off)."""
+    return Trajectory(env_id="e/Env-v0", task_id=task, verifiable_reward=reward, truncated=truncated,
+                      messages=[Message(role="system", content="Answer questions."),
+                                Message(role="user", content=f"What is {task}?"),
+                                Message(role="assistant", content=text)])  # fmt: skip
+
+
 def tool_call(cid: str, name: str, args: dict[str, Any]) -> ToolCall:
     """One native tool call, as ``rankgym.types.assistant_call`` writes it."""
     return ToolCall.from_dict(assistant_call(name, args, cid)["tool_calls"][0])

@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from judge_fakes import rambling
+from judge_fakes import answer_traj, rambling
 
 from rankgym.cli import main
 from rankgym.judges.point_judge import QUESTION, SYSTEM, point_messages
 from rankgym.judges.prompt import build_prompt, default_rubric
 from rankgym.store import Store
 from rankgym.trainer.judge_train import JudgeTrainConfig
-from rankgym.types import Group, Message, Trajectory
+from rankgym.types import Group
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "trainer"))
 from trainer_helpers import save_tiny_model  # noqa: E402
@@ -27,29 +27,22 @@ from trainer_helpers import save_tiny_model  # noqa: E402
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
-def _traj(task: str, text: str, reward: float | None, truncated: bool = False) -> Trajectory:
-    return Trajectory(env_id="e/Env-v0", task_id=task, verifiable_reward=reward, truncated=truncated,
-                      messages=[Message(role="system", content="Answer questions."),
-                                Message(role="user", content=f"What is {task}?"),
-                                Message(role="assistant", content=text)])  # fmt: skip
-
-
 def _store(path: Path, n_tasks: int = 12) -> Path:
     with Store(path) as s:
         for k in range(n_tasks):
             t = f"q{k}"
             s.put_group(Group(env_id="e/Env-v0", task_id=t, trajectories=[
-                _traj(t, f"the answer is {k}", 1.0), _traj(t, "no idea", 0.0),
-                _traj(t, "still thinking", None, truncated=True)]))  # fmt: skip
+                answer_traj(t, f"the answer is {k}", 1.0), answer_traj(t, "no idea", 0.0),
+                answer_traj(t, "still thinking", None, truncated=True)]))  # fmt: skip
         # a task whose attempts all succeed: no pair, but two pointwise examples
         s.put_group(Group(env_id="e/Env-v0", task_id="easy", trajectories=[
-            _traj("easy", "1", 1.0), _traj("easy", "one", 1.0)]))  # fmt: skip
+            answer_traj("easy", "1", 1.0), answer_traj("easy", "one", 1.0)]))  # fmt: skip
     return path
 
 
 def test_the_point_prompt_holds_the_task_and_one_attempt_only():
     g = Group(env_id="e/Env-v0", task_id="t",
-              trajectories=[_traj("t", "4", 1.0), _traj("t", "five", 0.0), _traj("t", "x", 0.0)])  # fmt: skip
+              trajectories=[answer_traj("t", "4", 1.0), answer_traj("t", "five", 0.0), answer_traj("t", "x", 0.0)])  # fmt: skip
     msgs = build_prompt(g, default_rubric()).messages
     pm = point_messages(msgs, "T2")
     assert pm[0] == {"role": "system", "content": SYSTEM}
@@ -63,7 +56,7 @@ def test_the_point_prompt_holds_the_task_and_one_attempt_only():
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.text(min_size=1, max_size=40), min_size=1, max_size=5), st.data())
 def test_a_point_prompt_quotes_its_own_attempt_and_none_of_the_others(texts, data):
-    trajs = [_traj("t", f"<{i}>{x}", 0.0) for i, x in enumerate(texts)]
+    trajs = [answer_traj("t", f"<{i}>{x}", 0.0) for i, x in enumerate(texts)]
     msgs = build_prompt(Group(env_id="e/Env-v0", task_id="t", trajectories=trajs), default_rubric()).messages  # fmt: skip
     k = data.draw(st.integers(0, len(texts) - 1))
     user = point_messages(msgs, f"T{k + 1}", max_line_chars=10_000)[1]["content"]
@@ -174,7 +167,7 @@ def test_the_served_pointwise_judge_scores_each_attempt_alone(trained):
     ensure_provider(summary["judge"])
 
     def scores(texts: list[str]) -> dict[str, float]:
-        g = Group(env_id="e/Env-v0", task_id="q1", trajectories=[_traj("q1", x, 0.0) for x in texts])  # fmt: skip
+        g = Group(env_id="e/Env-v0", task_id="q1", trajectories=[answer_traj("q1", x, 0.0) for x in texts])  # fmt: skip
         r = litellm.completion(model=summary["judge"], messages=build_prompt(g, default_rubric()).messages, max_tokens=8)  # fmt: skip
         return {s["trajectory_id"]: s["score"] for s in json.loads(r.choices[0].message.content)["scores"]}  # fmt: skip
 
@@ -191,9 +184,9 @@ def test_an_attempt_longer_than_the_context_is_a_context_window_error(trained):
 
     _, summary = trained
     ensure_provider(summary["judge"])
-    long = _traj("q1", "x", 0.0)
+    long = answer_traj("q1", "x", 0.0)
     long.messages[2:] = rambling()
-    g = Group(env_id="e/Env-v0", task_id="q1", trajectories=[_traj("q1", "1", 1.0), long])
+    g = Group(env_id="e/Env-v0", task_id="q1", trajectories=[answer_traj("q1", "1", 1.0), long])
     with pytest.raises(litellm.ContextWindowExceededError, match="pointwise prompt of T2"):
         litellm.completion(model=summary["judge"], messages=build_prompt(g, default_rubric()).messages, max_tokens=8)  # fmt: skip
 
