@@ -91,6 +91,7 @@ from rankgym.judge_adapter import (  # core (the spec's hash reads them); re-exp
     default_judge_dir,  # noqa: F401
     resolve_ref,
     split_model,
+    states_agreement,
 )
 
 from .pair_judge import PAIR_FORMAT, PromptTooLong, model_scorer, score_pairs
@@ -254,8 +255,7 @@ class LocalJudgeLLM(CustomLLM):
             name = f"judge-{fp or 'adapter'}"  # an older adapter of this ref stays loaded, unused
             rg_model.load_named_adapter(lm, d, name)
             chars = int(meta.get("config", {}).get("max_line_chars", 200))
-            agreement = pointwise and bool(meta.get("agreement"))
-            cached = self._judges[ref] = (lm, tok, fp, chars, name, pointwise, agreement)
+            cached = self._judges[ref] = (lm, tok, fp, chars, name, pointwise, states_agreement(meta))  # fmt: skip
             self._pair_cache.clear()  # verdicts of an older adapter in the same directory
         return cached[0], cached[1], cached[3], cached[4], cached[5], cached[6]
 

@@ -28,6 +28,7 @@ __all__ = [
     "adapter_fingerprint",
     "default_judge_dir",
     "reads_group",
+    "states_agreement",
     "resolve_ref",
     "split_model",
 ]
@@ -133,4 +134,10 @@ def reads_group(model: str) -> bool:
         meta = json.loads((adapter_dir(ref) / "judge_train.json").read_text())
     except (FileNotFoundError, ValueError):
         return False
+    return states_agreement(meta)
+
+
+def states_agreement(meta: dict[str, object]) -> bool:
+    """Whether a judge adapter's ``judge_train.json`` (``meta``) is a pointwise judge whose
+    prompt states each attempt's answer agreement with its group (``--agreement``)."""
     return meta.get("objective") == "pointwise" and bool(meta.get("agreement"))
