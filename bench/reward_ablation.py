@@ -15,7 +15,8 @@ demo's ``local/smollm2-yesno``, the embedded yes/no reader; ``local/smollm2`` is
 judge; ``local/smollm2@runs/judge/adapter`` a judge that ``rankgym judge-train`` wrote, e.g. the
 off-policy one of issue 14), ``judge:on-policy`` (the ``[judge_train]`` stage trains a judge on
 the SFT start's own judge-split groups, labelled by the verifier, and GRPO is judged by it
-alone; settings: ``rankgym.trainer.demo.JUDGE_TRAIN``), or ``sft-more``. Every arm records the judge
+alone; settings: ``rankgym.trainer.demo.JUDGE_TRAIN`` updated with ``--judge-train JSON``, which
+can also turn on online refreshes: ``refresh_every``, ``refresh_data``), or ``sft-more``. Every arm records the judge
 monitor's numbers per step (judge vs verifier on the arm's own GRPO groups).
 
 Run (CPU, 2 cores; about 12 min per arm when idle):
@@ -75,6 +76,15 @@ def main() -> None:
         "group's reward deviations are divided before the update (its std, the batch's std, "
         "or not at all)",
     )
+    ap.add_argument(
+        "--judge-train",
+        type=json.loads,
+        default={},
+        metavar="JSON",
+        help="settings of the judge:on-policy arm's [judge_train] stage over the demo's "
+        '(JUDGE_TRAIN), e.g. \'{"objective": "pointwise", "refresh_every": 1, '
+        '"refresh_data": "judge_split"}\'',
+    )
     ap.add_argument("--reuse", action="store_true", help="keep arms already trained in --out")
     ap.add_argument(
         "--train-only",
@@ -100,6 +110,7 @@ def main() -> None:
         paired_bootstrap,
         successes,
     )
+    from rankgym.trainer.judge_refresh import maybe_refresh, refreshes
     from rankgym.trainer.loop import Trainer
     from rankgym.trainer.setup import make_env_factory
 
@@ -133,7 +144,10 @@ def main() -> None:
         raw = demo_config(out, steps, "verifiable" if kind == "sft-more" else kind, args.seed,
                           judge_split=True)  # fmt: skip
         if judge == ON_POLICY:  # the [judge_train] stage: a judge trained on this SFT policy
-            raw["judge_train"] = dict(JUDGE_TRAIN)  # `rankgym demo --judge-train`'s settings
+            raw["judge_train"] = {
+                **JUDGE_TRAIN,
+                **args.judge_train,
+            }  # `rankgym demo --judge-train`'s
         elif judge:
             raw["judge"]["model"] = judge
         raw["monitor"] = {"guard": "off"}  # every arm runs its steps; the monitor still measures
@@ -154,7 +168,11 @@ def main() -> None:
             minutes = statistics.mean(train_minutes) if train_minutes else 5.0
             rec_train = _more_sft(tr, cfg, minutes)
         else:
-            hist = [tr.step(k) for k in range(cfg.steps)]
+            hist = []
+            for k in range(cfg.steps):
+                hist.append(tr.step(k))
+                if cfg.judge_train is not None:  # online refreshes, as `rankgym train` does
+                    maybe_refresh(tr, k)
             rec_train = {
                 "steps": len(hist),
                 "no_signal_steps": sum(bool(m.no_signal) for m in hist),
@@ -165,6 +183,7 @@ def main() -> None:
                 "monitor": [_monitor_row(m) for m in hist],
                 "monitor_run": tr.monitor.summary() if tr.monitor is not None else None,
                 "judge_train": _judge_train_record(tr),
+                "refreshes": refreshes(tr.out),
                 "minutes": round((time.perf_counter() - t_arm) / 60, 2),
             }
             train_minutes.append(rec_train["minutes"])

@@ -182,6 +182,10 @@ MONITOR_CHARTS: dict[str, dict[str, str]] = {
         "judge_top_fail_rate": "this step",
         "judge_top_fail_rate_run": "running",
     },
+    "judge_split": {
+        "judge_split_start": "SFT start",
+        "judge_split_reward": "after this step",
+    },
 }
 """The judge monitor's logged columns (``trainer/monitor.py``) per Runs-page chart, named."""
 
@@ -201,7 +205,8 @@ def monitor_columns() -> set[str]:
     """Every logged column the monitor charts show (and the ``monitor_*`` counts)."""
     named = {c for names in MONITOR_CHARTS.values() for c in names}
     return named | {"monitor_groups", "monitor_pairs", "monitor_groups_run", "monitor_pairs_run",
-                    "guard_stopped", "judge_below_chance", "judge_dropped"}  # fmt: skip
+                    "guard_stopped", "judge_below_chance", "judge_dropped", "judge_split_lower",
+                    "judge_split_diff_low", "judge_split_diff_high"}  # fmt: skip
 
 
 def compute_store_curves(s: Store, run_id: str) -> dict[str, pd.DataFrame]:

@@ -119,6 +119,17 @@ class StepMetrics:
     judge_dropped: bool | None = None
     """True from the step where ``[monitor] below_chance = "drop"`` took the judge out of a
     blended reward on: that step and every later one trained on the verifier alone."""
+    judge_split_start: float | None = None
+    """Mean verifier reward of the SFT start on the judge split (train tasks GRPO never draws),
+    over the tasks compared after this step (``trainer/judge_split_watch.py``); set on steps
+    followed by a ``judge_split`` refresh or a ``watch_every`` rollout."""
+    judge_split_reward: float | None = None
+    """The policy's mean verifier reward on those tasks after this step."""
+    judge_split_diff_low: float | None = None
+    judge_split_diff_high: float | None = None
+    """99% bootstrap interval (over tasks) of ``judge_split_reward - judge_split_start``."""
+    judge_split_lower: bool | None = None
+    """True when the policy was shown worse there (the guard stops a judge-only run here)."""
     no_verifier_signal: bool | None = None
     """True when every group with a verifier had constant verifier rewards."""
     forced_no_signal: bool | None = None

@@ -348,6 +348,10 @@ class JudgeTrainSection(_Section):
     """Epochs of each refresh (default: ``epochs``); a warm-started one needs fewer."""
     refresh_max_train_minutes: float | None = Field(None, gt=0.0, le=10_080.0)
     """Training time cap of each refresh (default: ``max_train_minutes``)."""
+    watch_every: int = Field(0, ge=0, le=1_000_000)
+    """Every K GRPO steps roll the policy out on the judge split and compare its verifier
+    reward with the SFT start's (``trainer/judge_split_watch.py``); the guard stops a run whose
+    policy is shown worse there. A ``judge_split`` refresh does this anyway; 0 = only then."""
 
     @model_validator(mode="after")
     def _init_judge_to_check(self) -> JudgeTrainSection:

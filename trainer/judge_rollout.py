@@ -16,6 +16,7 @@ and loads a trainer adapter, so it sits in the trainer layer (it was
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -85,10 +86,12 @@ def rollout_judge_split(
     max_turns: int | None = None,
     progress: bool = False,
     max_concurrent: int | None = MAX_CONCURRENT,
+    task_ids: Sequence[str] | None = None,
 ) -> dict[str, Any]:
-    """Roll ``policy`` out on ``tasks`` judge-split tasks of ``env_id`` (all when None), groups of
-    ``group_size``, into the store at ``store_path`` (run ``judge-split:ENV``; a rerun resumes),
-    at most ``max_concurrent`` episodes in flight (None = all at once).
+    """Roll ``policy`` out on ``tasks`` judge-split tasks of ``env_id`` (all when None; or
+    exactly ``task_ids``), groups of ``group_size``, into the store at ``store_path`` (run
+    ``judge-split:ENV``; a rerun resumes), at most ``max_concurrent`` episodes in flight (None =
+    all at once).
 
     The env that counts the split's tasks is the rollout's first env (an EmailSearch env
     builds or loads its inboxes, so it is built once). Returns ``{"env", "run_id", "groups",
@@ -107,7 +110,8 @@ def rollout_judge_split(
             first_then(first, lambda: make(env_id, **(env_kwargs or {}))),
             policy,
             run_id=run_id,
-            n_tasks=min(tasks or available, available),
+            n_tasks=None if task_ids is not None else min(tasks or available, available),
+            task_ids=task_ids,
             group_size=group_size,
             split=JUDGE_SPLIT,
             seed=seed,

@@ -97,12 +97,18 @@ def _envs(cfg: TrainConfig) -> list[str]:
 
 
 def rollout_judge_data(
-    cfg: TrainConfig, adapter: str | Path, store: Path, name: str, seed: int, progress: bool = False
+    cfg: TrainConfig,
+    adapter: str | Path,
+    store: Path,
+    name: str,
+    seed: int,
+    progress: bool = False,
+    task_ids: dict[str, list[str]] | None = None,
 ) -> list[dict[str, Any]]:
     """Roll the policy in ``adapter`` (named ``name``, sampling as ``[policy]`` with ``seed``) out
     on the judge split of each of :func:`_envs` into ``store`` (``judge_train``'s tasks, group
-    size and turns); one ``rollout_judge_split`` summary per env. The stage's rollout and a
-    ``judge_split`` refresh's."""
+    size and turns; or, per env, the ids in ``task_ids``); one ``rollout_judge_split`` summary
+    per env. The stage's rollout and a ``judge_split`` refresh's."""
     from rankgym.trainer.judge_rollout import adapter_policy, rollout_judge_split
 
     jt = cfg.judge_train
@@ -114,7 +120,8 @@ def rollout_judge_data(
     return [
         rollout_judge_split(policy, env, store, tasks=jt.tasks, group_size=jt.group_size,
                             seed=seed, max_turns=jt.max_turns or cfg.env.max_turns,
-                            env_kwargs=_rollout_kwargs(cfg, env), progress=progress)
+                            env_kwargs=_rollout_kwargs(cfg, env), progress=progress,
+                            task_ids=(task_ids or {}).get(env))
         for env in _envs(cfg)
     ]  # fmt: skip
 

@@ -444,15 +444,15 @@ class Trainer:
         for k in range(self.start_step, cfg.steps):
             try:
                 m = self.step(k)
+                history.append(m)
+                self.echo(step_line(m, k, cfg.steps))
+                if cfg.judge_train is not None:  # online: retrain the judge every K steps
+                    from rankgym.trainer.judge_refresh import refresh_after_step
+
+                    history[-1] = m = refresh_after_step(self, k, m)  # its guard may stop it
             except JudgeGuardStop as stop:
                 self._stopped(stop)
                 raise
-            history.append(m)
-            self.echo(step_line(m, k, cfg.steps))
-            if cfg.judge_train is not None:  # online: retrain the judge every K steps
-                from rankgym.trainer.judge_refresh import maybe_refresh
-
-                maybe_refresh(self, k)
             if (
                 cfg.eval.every
                 and (k + 1) % cfg.eval.every == 0

@@ -231,6 +231,20 @@ if monitor:
             monitor["top_fail"], "Judge's top trajectory fails the verifier", "share of groups",
             unit_interval=True, legend_width=200,
         )  # fmt: skip
+    if "judge_split" in monitor:
+        line_chart(
+            monitor["judge_split"], "Judge split: the verifier's reward on tasks GRPO never draws",
+            "mean reward", unit_interval=True, legend_width=200,
+        )  # fmt: skip
+        lower = logged.get("judge_split_lower")
+        if lower is not None and lower.fillna(0).astype(bool).any():
+            at = int(logged.index[lower.fillna(0).astype(bool)][0])
+            st.error(
+                f"At step {at} (after its update) the policy was shown to do worse on the judge split than the "
+                "SFT start (99% interval of the change below 0): the reward is not teaching what "
+                "the verifier checks. A judge-only run with the guard on stops there "
+                "(guard_stop.json)."
+            )
     pairs = logged["monitor_pairs_run"].dropna() if "monitor_pairs_run" in logged else None
     st.caption(
         "On every step's groups that the verifier (or a person) orders: how often the judge "

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from trainer_helpers import install_fake_judge, save_tiny_model, tiny_config
+from trainer_helpers import install_fake_judge, labelled_store, save_tiny_model, tiny_config
 
 from rankgym.config import validate_config
 from rankgym.envs.judge_split import in_judge_split
@@ -16,22 +16,6 @@ from rankgym.trainer.config import TrainConfig
 from rankgym.types import Group, Message, Trajectory
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
-
-
-def _labelled_store(path: Path, n: int = 12) -> Path:
-    """Tasks whose verifier tells a right answer from a wrong one (the tiny policy solves none)."""
-
-    def traj(task: str, text: str, reward: float) -> Trajectory:
-        return Trajectory(env_id="e/Env-v0", task_id=task, verifiable_reward=reward, messages=[
-            Message(role="user", content=f"What is {task}?"),
-            Message(role="assistant", content=text)])  # fmt: skip
-
-    with Store(path) as s:
-        for k in range(n):
-            bad = "no" if k % 2 else "a long wrong and rambling answer"  # length says nothing
-            s.put_group(Group(env_id="e/Env-v0", task_id=f"q{k}", trajectories=[
-                traj(f"q{k}", f"the answer is {k}", 1.0), traj(f"q{k}", bad, 0.0)]))  # fmt: skip
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +30,7 @@ def run(tmp_path_factory: pytest.TempPathFactory):
     cfg["sft"] = {"steps": 2, "batch_size": 2, "tasks": 4}
     cfg["judge_train"] = {"tasks": 2, "group_size": 2, "max_turns": 1, "epochs": 1,
                           "max_train_pairs": 6, "max_heldout_pairs": 3,
-                          "stores": [str(_labelled_store(root / "labels.db"))]}  # fmt: skip
+                          "stores": [str(labelled_store(root / "labels.db"))]}  # fmt: skip
     tc = validate_config(cfg, TrainConfig)
     t = Trainer(tc, out_dir=str(root / "run"), progress=False)
     t.setup()
@@ -298,6 +282,13 @@ def test_a_judge_split_refresh_rolls_the_current_policy_out_and_trains_the_judge
     pairs = read_jsonl(data / "train.jsonl") + read_jsonl(data / "heldout.jsonl")
     assert pairs and not {p.task_id for p in pairs} & grpo_tasks
     assert fake.judge_train["refresh"]["rollout"][0]["groups"] == len(groups)
+    with Store(here / "data" / "rollout.db", readonly=True) as s:
+        stage_tasks = {s.get_group(g).task_id for g in s.group_ids()}
+    assert {g.task_id for g in groups} == stage_tasks  # `tasks = 2`: the stage's draw again
+    drift = fake.judge_train["refresh"]["judge_split"]  # compared task by task with the stage
+    assert drift["tasks"] == len({g.task_id for g in groups}) >= 2
+    assert drift["diff"] == pytest.approx(drift["now"] - drift["start"])
+    assert any(m.startswith("judge split (train tasks GRPO never draws") for m in said)
 
 
 def test_a_judge_split_refresh_needs_a_trained_local_judge():

@@ -40,7 +40,7 @@ from rankgym.types import Group, Judgement, Message, Trajectory, TrajectoryScore
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "judges"))
 from judge_fakes import install_fake  # noqa: E402
-from trainer_helpers import save_tiny_model, tiny_config, to_toml  # noqa: E402
+from trainer_helpers import runs_page, save_tiny_model, tiny_config, to_toml  # noqa: E402
 
 COIN = "montest/Coin-v0"
 
@@ -347,8 +347,6 @@ def test_a_step_without_verifier_signal_and_a_failed_judge_is_refused_or_forced(
 def test_the_runs_page_shows_the_monitor_curves_a_guard_stop_a_judge_below_chance_and_dropped(
     tmp_path, monkeypatch
 ):
-    from streamlit.testing.v1 import AppTest
-
     path = tmp_path / "s.db"
     with Store(path) as s:
         s.create_run(name="t", kind="train", run_id="t")
@@ -361,11 +359,7 @@ def test_the_runs_page_shows_the_monitor_curves_a_guard_stop_a_judge_below_chanc
                    "guard_stopped": step == 2, "judge_below_chance": step == 1,
                    "judge_dropped": step >= 1}  # fmt: skip
             s.log_step("t", step, row)
-    monkeypatch.setenv("RANKGYM_STORE", str(path))
-    app = Path(__file__).resolve().parents[2] / "dashboard" / "app.py"
-    at = AppTest.from_file(str(app), default_timeout=60)
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
+    at = runs_page(path, monkeypatch)
     assert any(h.value == "Judge monitor" for h in at.subheader)
     assert any("judge guard stopped this run at step 2" in e.value for e in at.error)
     assert any("no better than chance at step(s) 1:" in w.value for w in at.warning)

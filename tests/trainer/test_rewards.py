@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from trainer_helpers import runs_page
 
 from rankgym.trainer.grpo import UpdateStats
 from rankgym.trainer.rewards import (
@@ -78,8 +79,6 @@ def test_unjudged_groups_are_counted_and_have_no_reward():
 
 
 def test_runs_page_shows_the_hack_penalty_per_step(tmp_path: Path, monkeypatch):
-    from streamlit.testing.v1 import AppTest
-
     from rankgym.store import Store
 
     path = tmp_path / "s.db"
@@ -88,11 +87,7 @@ def test_runs_page_shows_the_hack_penalty_per_step(tmp_path: Path, monkeypatch):
         for step in range(3):
             s.put_groups([_group([1.0, 0.0], None, [["answer_spam"], []]).model_copy(update={"step": step})])  # fmt: skip
             s.log_step("t", step, {"reward_mean": 0.5, "hack_flagged": 2, "hack_penalized": step})
-    monkeypatch.setenv("RANKGYM_STORE", str(path))
-    app = Path(__file__).resolve().parents[2] / "dashboard" / "app.py"
-    at = AppTest.from_file(str(app), default_timeout=60)
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
+    at = runs_page(path, monkeypatch)
     assert any("hack_penalty" in c.value for c in at.caption)
 
 
@@ -190,8 +185,6 @@ def test_any_stored_metrics_dict_survives_a_round_trip_in_order(row):
 
 
 def test_runs_page_reads_rows_the_old_dict_code_stored(tmp_path: Path, monkeypatch):
-    from streamlit.testing.v1 import AppTest
-
     from rankgym.store import Store
 
     row = json.loads(OLD_ROW)
@@ -200,11 +193,7 @@ def test_runs_page_reads_rows_the_old_dict_code_stored(tmp_path: Path, monkeypat
         s.create_run(name="t", kind="train", run_id="t")
         for step in range(2):
             s.log_step("t", step, {**row, "reward_mean": 0.25 * step})
-    monkeypatch.setenv("RANKGYM_STORE", str(path))
-    app = Path(__file__).resolve().parents[2] / "dashboard" / "app.py"
-    at = AppTest.from_file(str(app), default_timeout=60)
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
+    at = runs_page(path, monkeypatch)
     logged = at.dataframe[-1].value  # the trainer's metrics, one row per step
     numeric = [k for k, v in row.items() if isinstance(v, int | float)]
     assert list(logged.columns) == numeric and list(logged["reward_mean"]) == [0.0, 0.25]

@@ -151,3 +151,35 @@ def tie_pair() -> Any:
 
     return PairItem("e/Env-v0", "q", traj("it is 4, I checked twice"), traj("5"), "verifier", "s",
                     0.0, tie=True)  # fmt: skip
+
+
+def labelled_store(path: Path, n: int = 12) -> Path:
+    """Tasks whose verifier tells a right answer from a wrong one (the tiny policy solves none),
+    for a ``[judge_train]`` stage's ``stores``: it then has pairs to train and check on."""
+    from rankgym.store import Store
+    from rankgym.types import Group, Message, Trajectory
+
+    def traj(task: str, text: str, reward: float) -> Trajectory:
+        return Trajectory(env_id="e/Env-v0", task_id=task, verifiable_reward=reward, messages=[
+            Message(role="user", content=f"What is {task}?"),
+            Message(role="assistant", content=text)])  # fmt: skip
+
+    with Store(path) as s:
+        for k in range(n):
+            bad = "no" if k % 2 else "a long wrong and rambling answer"  # length says nothing
+            s.put_group(Group(env_id="e/Env-v0", task_id=f"q{k}", trajectories=[
+                traj(f"q{k}", f"the answer is {k}", 1.0), traj(f"q{k}", bad, 0.0)]))  # fmt: skip
+    return path
+
+
+def runs_page(store: Path, monkeypatch: Any) -> Any:
+    """The dashboard's app run once (``AppTest``) on ``store``, which has one run: its Runs page,
+    checked to have raised nothing."""
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("RANKGYM_STORE", str(store))
+    app = Path(__file__).resolve().parents[2] / "dashboard" / "app.py"
+    at = AppTest.from_file(str(app), default_timeout=60)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
