@@ -14,8 +14,10 @@ policy that did not change is stopped by one look with probability about 0.5%, a
 with about 2.5%); :func:`drift_line` says it in one line; :func:`drift_stop` is what the guard
 raises when the policy is shown to be worse there.
 
-What it does not do: roll anything out (``judge_refresh.py`` does), or watch a run without
-``judge_split`` refreshes (there is no rollout of tasks GRPO never draws to read).
+What it does not do: roll anything out (``judge_refresh.py`` does, at a ``judge_split``
+refresh or every ``watch_every`` steps), or tell what a judge teaches on GRPO's own tasks: on
+the judge split's easier tasks an early answer can rise while the hard ones fall
+(bench/RESULTS.md, "On-policy judge, session 21").
 """
 
 from __future__ import annotations
@@ -188,7 +190,7 @@ def drift_stop(drift: SplitDrift, step: int) -> JudgeGuardStop:
     """The guard's stop for a judge-only run whose policy is shown worse on the judge split."""
     msg = (
         f"judge guard: the policy now does worse on tasks the reward never trained on: "
-        f"{drift_line(drift, step)}. A judge-only reward is teaching it to fail, though the "
+        f"{drift_line(drift, step)}. The judge's reward is teaching it to fail, though the "
         "judge may still order this run's groups well (when every group fails, none is ordered "
         "by the verifier). The run stopped after step "
         f"{step}; the last adapter is kept. Options: a judge trained on more of this policy's "
