@@ -15,9 +15,10 @@ demo's ``local/smollm2-yesno``, the embedded yes/no reader; ``local/smollm2`` is
 judge; ``local/smollm2@runs/judge/adapter`` a judge that ``rankgym judge-train`` wrote, e.g. the
 off-policy one of issue 14), ``judge:on-policy`` (the ``[judge_train]`` stage trains a judge on
 the SFT start's own judge-split groups, labelled by the verifier, and GRPO is judged by it
-alone; settings: ``rankgym.trainer.demo.JUDGE_TRAIN`` updated with ``--judge-train JSON``, which
-can also turn on online refreshes: ``refresh_every``, ``refresh_data``), or ``sft-more``. Every arm records the judge
-monitor's numbers per step (judge vs verifier on the arm's own GRPO groups).
+alone; settings: ``rankgym.trainer.demo.JUDGE_TRAIN`` updated with ``--judge-train JSON``,
+which can also turn on online refreshes: ``refresh_every``, ``refresh_data``), or ``sft-more``.
+Every arm records the judge monitor's numbers per step (judge vs verifier on the arm's own GRPO
+groups).
 
 Run (CPU, 2 cores; about 12 min per arm when idle):
     HF_HUB_OFFLINE=1 .venv/bin/python bench/reward_ablation.py --out /tmp/ablation \
@@ -144,10 +145,8 @@ def main() -> None:
         raw = demo_config(out, steps, "verifiable" if kind == "sft-more" else kind, args.seed,
                           judge_split=True)  # fmt: skip
         if judge == ON_POLICY:  # the [judge_train] stage: a judge trained on this SFT policy
-            raw["judge_train"] = {
-                **JUDGE_TRAIN,
-                **args.judge_train,
-            }  # `rankgym demo --judge-train`'s
+            # `rankgym demo --judge-train`'s settings, updated with --judge-train
+            raw["judge_train"] = {**JUDGE_TRAIN, **args.judge_train}
         elif judge:
             raw["judge"]["model"] = judge
         raw["monitor"] = {"guard": "off"}  # every arm runs its steps; the monitor still measures
