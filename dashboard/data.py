@@ -201,6 +201,14 @@ def monitor_frames(logged: pd.DataFrame) -> dict[str, pd.DataFrame]:
     return out
 
 
+def flagged_steps(logged: pd.DataFrame, column: str) -> list[int]:
+    """The steps whose logged flag ``column`` is set (``guard_stopped``, ``judge_dropped``, ...),
+    in order; none where the run never logged it."""
+    if column not in logged.columns:
+        return []
+    return [int(i) for i in logged.index[logged[column].fillna(0) > 0]]
+
+
 def monitor_columns() -> set[str]:
     """Every logged column the monitor charts show (and the ``monitor_*`` counts)."""
     named = {c for names in MONITOR_CHARTS.values() for c in names}

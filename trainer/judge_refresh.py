@@ -35,14 +35,7 @@ from typing import Any
 from rankgym.step_metrics import StepMetrics
 from rankgym.trainer.config import TrainConfig
 from rankgym.trainer.judge_pipeline import run_judge_train
-from rankgym.trainer.judge_split_watch import (
-    drift_line,
-    drift_stop,
-    record_drift,
-    split_fields,
-    stage_drift,
-    stage_tasks,
-)
+from rankgym.trainer.judge_split_watch import judge_drift, record_drift, split_fields, stage_tasks
 from rankgym.trainer.judge_stage import (
     _envs,
     _job,
@@ -123,14 +116,10 @@ def refresh_judge(
         init = _judge_adapter(judge)  # before the rollout: a judge it cannot train wastes none
         db = base / "data" / f"refresh-{step + 1}.db"
         rollout = _rollout_now(cfg, policy_adapter, db, step, say, progress)
-        drift = stage_drift(base / "data" / "rollout.db", db, _envs(cfg), cfg.seed + step)
-        if drift is not None:
-            say(drift_line(drift, step + 1))
-            if stop_if_lower and drift.lower_shown:
-                stop = drift_stop(drift, step + 1)
-                return {"judge": None, "check": None, "summary": None, "rollout": rollout,
-                        "judge_split": drift.to_dict(),
-                        "stop": {"message": str(stop), "report": stop.report}}  # fmt: skip
+        drift, stop = judge_drift(db, _envs(cfg), step + 1, cfg.seed + step, say, stop_if_lower)
+        if stop is not None:
+            return {"judge": None, "check": None, "summary": None, "rollout": rollout,
+                    "judge_split": drift, "stop": stop}  # fmt: skip
         job = _job(cfg, jt, out, [str(db), *jt.stores])
         job.init_adapter = str(init)
     else:
@@ -153,7 +142,7 @@ def refresh_judge(
     res: dict[str, Any] = {"judge": summary["judge"], "check": check, "summary": summary}
     if rollout is not None:
         res["rollout"] = rollout
-        res["judge_split"] = drift.to_dict() if drift is not None else None
+        res["judge_split"] = drift
     return res
 
 
@@ -207,15 +196,11 @@ def watch_split(trainer: Any, step: int, *, stop_if_lower: bool = False) -> dict
     db = out / "judge_train" / "data" / f"watch-{step + 1}.db"
     progress = bool(getattr(trainer, "progress", False))
     _rollout_now(cfg, ckpt.latest_checkpoint(out), db, step, trainer.echo, progress, "watch")
-    drift = stage_drift(out / "judge_train" / "data" / "rollout.db", db, _envs(cfg), cfg.seed + step)  # fmt: skip
+    drift, stop = judge_drift(db, _envs(cfg), step + 1, cfg.seed + step, trainer.echo, stop_if_lower)  # fmt: skip
     if drift is None:
         trainer.echo(f"judge_train watch after step {step + 1}: no rollout of the SFT start to compare with (the [judge_train] stage's)")  # fmt: skip
-        return {"judge_split": None, "stop": None}
-    trainer.echo(drift_line(drift, step + 1))
-    record_drift(out, step + 1, "watch", drift.to_dict())
-    stop = drift_stop(drift, step + 1) if stop_if_lower and drift.lower_shown else None
-    return {"judge_split": drift.to_dict(),
-            "stop": {"message": str(stop), "report": stop.report} if stop else None}  # fmt: skip
+    record_drift(out, step + 1, "watch", drift)
+    return {"judge_split": drift, "stop": stop}
 
 
 def refreshes(out: str | Path) -> list[dict[str, Any]]:
@@ -256,7 +241,7 @@ def maybe_refresh(trainer: Any, step: int) -> dict[str, Any] | None:
             trainer.echo(f"warning: judge_train watch after step {step + 1} failed ({e})")
             return None
         if res.get("stop") is not None:
-            raise JudgeGuardStop(res["stop"]["message"], res["stop"]["report"])
+            raise JudgeGuardStop(**res["stop"])
         return res["judge_split"]
 
     def refresh() -> dict[str, Any]:
@@ -279,7 +264,7 @@ def maybe_refresh(trainer: Any, step: int) -> dict[str, Any] | None:
         trainer.echo(f"warning: judge_train refresh after step {step + 1} failed ({e}); GRPO keeps its current judge")  # fmt: skip
         return None
     if res.get("stop") is not None:
-        raise JudgeGuardStop(res["stop"]["message"], res["stop"]["report"])
+        raise JudgeGuardStop(**res["stop"])
     trainer.judge_train = {**(trainer.judge_train or {}), "refresh": res}
     if cfg.judge_train and cfg.judge_train.use:
         _use_judge(trainer, res["judge"])

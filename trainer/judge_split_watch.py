@@ -36,6 +36,7 @@ __all__ = [
     "SplitDrift",
     "drift_line",
     "drift_stop",
+    "judge_drift",
     "record_drift",
     "split_drift",
     "split_fields",
@@ -199,3 +200,21 @@ def drift_stop(drift: SplitDrift, step: int) -> JudgeGuardStop:
     )
     return JudgeGuardStop(msg, {"reason": "judge_split_lower", "after_step": step,
                                 "judge_split": drift.to_dict()})  # fmt: skip
+
+
+def judge_drift(
+    db: Path, envs: list[str], step: int, seed: int, say: Any, stop_if_lower: bool
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """A judge-split rollout after step ``step`` (1-based) in ``db`` against the stage's rollout
+    beside it (``rollout.db``), said in one line: ``(drift, stop)``, the comparison
+    (:meth:`SplitDrift.to_dict`, None without one) and, where ``stop_if_lower`` and the policy
+    is shown worse, the :func:`drift_stop` as ``JudgeGuardStop(**stop)``'s arguments (it
+    crosses ranks as plain data)."""
+    drift = stage_drift(db.parent / "rollout.db", db, envs, seed)
+    if drift is None:
+        return None, None
+    say(drift_line(drift, step))
+    if not (stop_if_lower and drift.lower_shown):
+        return drift.to_dict(), None
+    stop = drift_stop(drift, step)
+    return drift.to_dict(), {"message": str(stop), "report": stop.report}

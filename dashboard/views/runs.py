@@ -196,25 +196,23 @@ if hack_cols:
 monitor = data.monitor_frames(logged) if not logged.empty else {}
 if monitor:
     st.subheader("Judge monitor")
-    if "guard_stopped" in logged.columns and logged["guard_stopped"].fillna(0).any():
-        at = int(logged.index[logged["guard_stopped"].fillna(0) > 0][0])
+    if stopped := data.flagged_steps(logged, "guard_stopped"):
         st.error(
-            f"The judge guard stopped this run at step {at}: its running agreement with the "
-            "verifier was shown to be no better than chance (see guard_stop.json in the run's "
-            "output dir)."
+            f"The judge guard stopped this run at step {stopped[0]}: its running agreement with "
+            "the verifier was shown to be no better than chance (see guard_stop.json in the "
+            "run's output dir)."
         )
-    if "judge_below_chance" in logged.columns and logged["judge_below_chance"].fillna(0).any():
-        steps = [int(i) for i in logged.index[logged["judge_below_chance"].fillna(0) > 0]]
+    if below := data.flagged_steps(logged, "judge_below_chance"):
         st.warning(
             f"The judge's agreement with the verifier was shown no better than chance at step(s) "
-            f"{', '.join(map(str, steps))}: with a blended reward its share was noise or worse "
+            f"{', '.join(map(str, below))}: with a blended reward its share was noise or worse "
             "(the guard stops only judge-only runs)."
         )
-    if "judge_dropped" in logged.columns and logged["judge_dropped"].fillna(0).any():
-        at = int(logged.index[logged["judge_dropped"].fillna(0) > 0][0])
+    if dropped := data.flagged_steps(logged, "judge_dropped"):
         st.warning(
-            f"The judge was dropped from the reward at step {at} ([monitor] below_chance = "
-            '"drop"): from there the verifier alone trained the policy; the judge kept judging.'
+            f"The judge was dropped from the reward at step {dropped[0]} ([monitor] "
+            'below_chance = "drop"): from there the verifier alone trained the policy; the '
+            "judge kept judging."
         )
     left, right = st.columns(2)
     with left:
@@ -236,14 +234,12 @@ if monitor:
             monitor["judge_split"], "Judge split: the verifier's reward on tasks GRPO never draws",
             "mean reward", unit_interval=True, legend_width=200,
         )  # fmt: skip
-        lower = logged.get("judge_split_lower")
-        if lower is not None and lower.fillna(0).astype(bool).any():
-            at = int(logged.index[lower.fillna(0).astype(bool)][0])
+        if lower := data.flagged_steps(logged, "judge_split_lower"):
             st.error(
-                f"At step {at} (after its update) the policy was shown to do worse on the judge split than the "
-                "SFT start (99% interval of the change below 0): the reward is not teaching what "
-                "the verifier checks. A judge-only run with the guard on stops there "
-                "(guard_stop.json)."
+                f"At step {lower[0]} (after its update) the policy was shown to do worse on the "
+                "judge split than the SFT start (99% interval of the change below 0): the reward "
+                "is not teaching what the verifier checks. A judge-only run with the guard on "
+                "stops there (guard_stop.json)."
             )
     pairs = logged["monitor_pairs_run"].dropna() if "monitor_pairs_run" in logged else None
     st.caption(
