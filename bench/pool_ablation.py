@@ -34,6 +34,12 @@ def _load(path: str, names: list[str]) -> dict[str, Table]:
     missing = [n for n in names if n not in tables]
     if missing:
         raise SystemExit(f"{path}: no policy {missing} (it has {sorted(tables)})")
+    uneven = sorted(k for k in tables[names[0]] if len({len(tables[n].get(k, [])) for n in names}) > 1)  # fmt: skip
+    if uneven:  # the gains below divide every policy's successes by one episode count
+        raise SystemExit(
+            f"{path}: {names} ran different numbers of episodes on task(s) {uneven[:5]}; pool "
+            "evaluations of the same held-out episodes (one reward_ablation.py evaluation)"
+        )
     return {n: tables[n] for n in names}
 
 

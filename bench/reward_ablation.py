@@ -78,6 +78,13 @@ def main() -> None:
         "or not at all)",
     )
     ap.add_argument(
+        "--judge-threshold",
+        type=float,
+        default=None,
+        help="[reward] judge_threshold of every judged arm: train on the judge's verdict "
+        "(score >= it counts 1, below 0) instead of its graded score",
+    )
+    ap.add_argument(
         "--judge-train",
         type=json.loads,
         default={},
@@ -113,6 +120,7 @@ def main() -> None:
     )
     from rankgym.trainer.judge_refresh import maybe_refresh, refreshes
     from rankgym.trainer.loop import Trainer
+    from rankgym.trainer.rewards import step_line
     from rankgym.trainer.setup import make_env_factory
 
     steps = args.steps or DEFAULT_STEPS
@@ -152,6 +160,8 @@ def main() -> None:
         raw["monitor"] = {"guard": "off"}  # every arm runs its steps; the monitor still measures
         if args.scale_rewards:
             raw["reward"]["scale_rewards"] = args.scale_rewards
+        if args.judge_threshold is not None and kind != "verifiable":
+            raw["reward"]["judge_threshold"] = args.judge_threshold
         cfg = validate_config(raw, TrainConfig)
         set_torch_threads()
         t_arm = time.perf_counter()
@@ -170,6 +180,7 @@ def main() -> None:
             hist = []
             for k in range(cfg.steps):
                 hist.append(tr.step(k))
+                print(f"{arm}: {step_line(hist[-1], k, cfg.steps)}", flush=True)
                 if cfg.judge_train is not None:  # online refreshes, as `rankgym train` does
                     maybe_refresh(tr, k)
             rec_train = {

@@ -117,6 +117,10 @@ class RewardSection(_Section):
     verifiable_weight: float = Field(0.5, ge=0.0, le=1.0)
     """For ``judge+verifiable``: reward = (1-w) * judge + w * verifiable."""
     scale_rewards: Literal["group", "batch", "none"] = "group"
+    judge_threshold: float | None = Field(None, ge=0.0, le=1.0)
+    """Set: train on the judge's verdict, a score at or above it counting 1 and below it 0
+    (``rewards.judge_verdict``), instead of the graded score; the monitor still reads the
+    graded score. Unset (default): the graded score."""
     hack_penalty: bool = True
     """A trajectory the env raised a hack signal for (e.g. ``answer_spam``) gets the lowest reward
     of its group; the judge's own ``judge_*`` signals do not count (see ``rewards.py``)."""
@@ -135,6 +139,15 @@ class RewardSection(_Section):
                 {"expected": expected, "allowed": list(REWARDS)},
             )
         return kind
+
+    @model_validator(mode="after")
+    def _threshold_needs_a_judge(self) -> RewardSection:
+        if self.judge_threshold is not None and not REWARDS[self.kind].needs_judge:
+            raise ValueError(
+                f"judge_threshold cuts judge scores, but reward.kind = {self.kind!r} runs no "
+                "judge; remove judge_threshold or use a judged kind (judge, judge+verifiable)"
+            )
+        return self
 
 
 class LossSection(_Section):

@@ -25,7 +25,6 @@ an env without a verifiable reward.
 from __future__ import annotations
 
 import math
-import random
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -59,22 +58,35 @@ def paired_bootstrap(
     seed: int = 0,
     alpha: float = 0.05,
 ) -> tuple[float, float]:
-    """CI of mean(b) - mean(a), resampling the shared keys (tasks) with replacement."""
-    keys = sorted(set(a) & set(b))
+    """Percentile CI (level ``1 - alpha``) of mean(b) - mean(a) over episodes, resampling the
+    tasks both share, with replacement (``scipy.stats.bootstrap``, paired by task).
+
+    Each policy's mean is its own successes over its own episodes in the resampled tasks, so a
+    task with more episodes on one side than the other is weighted as each side ran it. Tasks
+    with no episode on either side are left out. Fewer than two shared tasks give a point
+    interval (the observed difference; nothing to resample)."""
+    import numpy as np
+    from scipy import stats
+
+    keys = sorted(k for k in set(a) & set(b) if a[k] and b[k])
     if not keys:
         return (0.0, 0.0)
-    diffs = {k: (sum(b[k]) - sum(a[k]), len(a[k])) for k in keys}
-    rng = random.Random(seed)
-    stats = []
-    for _ in range(n_boot):
-        pick = [keys[rng.randrange(len(keys))] for _ in keys]
-        num = sum(diffs[k][0] for k in pick)
-        den = sum(diffs[k][1] for k in pick)
-        stats.append(num / den if den else 0.0)
-    stats.sort()
-    lo = stats[int(alpha / 2 * n_boot)]
-    hi = stats[min(n_boot - 1, int((1 - alpha / 2) * n_boot))]
-    return (lo, hi)
+    sums_a, n_a, sums_b, n_b = (
+        np.array([f(side[k]) for k in keys], dtype=float) for side in (a, b) for f in (sum, len)
+    )
+
+    def diff(sa: Any, na: Any, sb: Any, nb: Any, axis: int = -1) -> Any:
+        return sb.sum(axis) / nb.sum(axis) - sa.sum(axis) / na.sum(axis)
+
+    if len(keys) < 2:
+        point = float(diff(sums_a, n_a, sums_b, n_b))
+        return (point, point)
+    res = stats.bootstrap(
+        (sums_a, n_a, sums_b, n_b), diff, paired=True, vectorized=True, n_resamples=n_boot,
+        confidence_level=1 - alpha, method="percentile", rng=seed,
+    )  # fmt: skip
+    lo, hi = res.confidence_interval
+    return (float(lo), float(hi))
 
 
 class AdapterOffPolicy:

@@ -60,6 +60,7 @@ __all__ = [
     "build_reward",
     "env_hack_signals",
     "history_summary",
+    "judge_verdict",
     "load_reward_plugins",
     "monitor_line",
     "register_reward",
@@ -79,8 +80,9 @@ class Reward:
     Subclasses set ``name`` (the ``reward.kind`` that selects them), ``needs_judge``,
     ``judge_only`` and, to judge with another method than the group judge, ``judge_method``;
     they implement :meth:`blend`. Instances carry the ``[reward]`` settings they read
-    (``verifiable_weight``, ``hack_penalty``). What it does not do: call the judge (the loop
-    judges with ``judge_method`` before it scores) or normalise (``grpo.group_advantages``).
+    (``verifiable_weight``, ``hack_penalty``, ``judge_threshold``). What it does not do: call
+    the judge (the loop judges with ``judge_method`` before it scores) or normalise
+    (``grpo.group_advantages``).
     """
 
     name: ClassVar[str] = ""
@@ -92,6 +94,9 @@ class Reward:
     ``[monitor] guard = "auto"`` is on."""
     judge_method: ClassVar[type[JudgeMethod]] = GroupJudge
     """The judging method (``rankgym.judges.method.JudgeMethod``) the loop judges groups with."""
+    judge_threshold: float | None = None
+    """``[reward] judge_threshold``: when set, a judge score counts as its verdict, 1.0 at or
+    above it and 0.0 below (:func:`judge_verdict`), before :meth:`blend` reads it."""
 
     def __init__(self, verifiable_weight: float = 0.5, hack_penalty: bool = True) -> None:
         self.verifiable_weight = verifiable_weight
@@ -100,7 +105,9 @@ class Reward:
     @classmethod
     def from_section(cls, section: RewardSection) -> Reward:
         """This reward with a config's ``[reward]`` settings."""
-        return cls(verifiable_weight=section.verifiable_weight, hack_penalty=section.hack_penalty)
+        reward = cls(verifiable_weight=section.verifiable_weight, hack_penalty=section.hack_penalty)
+        reward.judge_threshold = section.judge_threshold
+        return reward
 
     def blend(self, judge: float | None, verifiable: float | None) -> float | None:
         """Training reward of one trajectory; None (no signal) when a needed part is missing."""
@@ -114,9 +121,27 @@ class Reward:
 
     def score(self, groups: Sequence[Group]) -> StepRewards:
         """The training rewards of one step's (judged, when ``needs_judge``) groups."""
+        cut = self.judge_threshold
+
+        def blend(judge: float | None, verifiable: float | None) -> float | None:
+            return self.blend(judge if cut is None else judge_verdict(judge, cut), verifiable)
+
         return step_rewards(
-            groups, judged=self.needs_judge, blend=self.blend, hack_penalty=self.hack_penalty
+            groups, judged=self.needs_judge, blend=blend, hack_penalty=self.hack_penalty
         )
+
+
+def judge_verdict(score: float | None, threshold: float) -> float | None:
+    """``score`` as a verdict: 1.0 at or above ``threshold``, 0.0 below, None stays None.
+
+    What ``[reward] judge_threshold`` trains on: GRPO then learns, like from a pass/fail
+    verifier, only where the judge splits a group into passes and failures, and nothing from
+    the judge's graded order among attempts it places on the same side (on this project's
+    tasks, a trained judge's order among failures leaned to the shorter, bench/RESULTS.md).
+    """
+    if score is None:
+        return None
+    return 1.0 if score >= threshold else 0.0
 
 
 REWARDS: dict[str, type[Reward]] = {}

@@ -6,6 +6,8 @@ import math
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rankgym.trainer.grpo import (
     LossSettings,
@@ -177,3 +179,34 @@ def test_wilson_and_paired_bootstrap():
     lo, hi = paired_bootstrap(a, b, seed=0)
     assert 0.0 <= lo < 0.25 < hi <= 0.5
     assert paired_bootstrap(a, a) == (0.0, 0.0)
+
+
+def test_the_paired_bootstrap_weighs_each_side_by_its_own_episodes():
+    from rankgym.trainer.evaluate import paired_bootstrap
+
+    # a: 0 of 4 and 1 of 1 (mean 0.2); b: 0 of 1 and 4 of 4 (mean 0.8). The old code divided
+    # both sides by a's counts and gave b - a = 0.6 for one task and 0.75 for the other.
+    lo, hi = paired_bootstrap({"t0": [0] * 4, "t1": [1]}, {"t0": [0], "t1": [1] * 4}, seed=1)
+    assert (lo, hi) == pytest.approx((0.0, 0.6))
+    assert paired_bootstrap({"x": [0, 1]}, {"x": [1, 1]}) == (0.5, 0.5)  # one task: the point
+    assert paired_bootstrap({"x": [1]}, {"y": [1]}) == (0.0, 0.0)  # nothing shared
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.lists(st.integers(0, 1), min_size=1, max_size=4),
+                  st.lists(st.integers(0, 1), min_size=1, max_size=4)),
+        min_size=2, max_size=8,
+    ),
+    st.integers(0, 3),
+)  # fmt: skip
+def test_swapping_the_two_policies_mirrors_the_paired_interval(tasks, seed):
+    from rankgym.trainer.evaluate import paired_bootstrap
+
+    a = {f"t{i}": x for i, (x, _) in enumerate(tasks)}
+    b = {f"t{i}": y for i, (_, y) in enumerate(tasks)}
+    lo, hi = paired_bootstrap(a, b, n_boot=200, seed=seed)
+    lo2, hi2 = paired_bootstrap(b, a, n_boot=200, seed=seed)
+    assert -1.0 <= lo <= hi <= 1.0
+    assert (lo2, hi2) == pytest.approx((-hi, -lo))

@@ -11,14 +11,18 @@ from hypothesis import given
 from hypothesis import strategies as st
 from trainer_helpers import runs_page
 
-from rankgym.trainer.grpo import UpdateStats
+from rankgym.config import ConfigError, validate_config
+from rankgym.trainer.config import TrainConfig
+from rankgym.trainer.grpo import UpdateStats, group_advantages
 from rankgym.trainer.rewards import (
     BlendedReward,
     JudgeReward,
     StepMetrics,
     StepRewards,
     blend_reward,
+    build_reward,
     history_summary,
+    judge_verdict,
     step_line,
     step_metrics,
 )
@@ -76,6 +80,46 @@ def test_unjudged_groups_are_counted_and_have_no_reward():
     g = _group([1.0, 0.0], None, [["answer_spam"], []])
     sr = JudgeReward().score([g])
     assert sr.rewards == [[None, None]] and sr.unjudged_groups == 1 and sr.hack_penalized == 0
+
+
+def test_a_judge_threshold_trains_on_the_verdict_and_the_monitor_keeps_the_graded_score():
+    cfg = validate_config({"reward": {"kind": "judge", "judge_threshold": 0.5}}, TrainConfig)
+    reward = build_reward(cfg.reward)
+    split = _group([0.0, 0.0, 1.0, 0.0], [0.9, 0.5, 0.45, 0.1], [[], [], [], []])
+    one_side = _group([0.0, 0.0, 0.0], [0.3, 0.1, 0.2], [[], [], []])  # all "no": no signal
+    sr = reward.score([split, one_side])
+    assert sr.rewards == [[1.0, 1.0, 0.0, 0.0], [0.0, 0.0, 0.0]]
+    assert sr.judge_scores == [0.9, 0.5, 0.45, 0.1, 0.3, 0.1, 0.2]  # what the monitor reads
+    adv = group_advantages(sr.rewards, "batch")
+    assert any(adv.values[0]) and not any(adv.values[1])
+    graded = build_reward(cfg.reward.model_copy(update={"judge_threshold": None})).score([one_side])
+    assert any(group_advantages(graded.rewards, "batch").values[0])  # the order among "no"s
+
+
+def test_a_blend_with_a_judge_threshold_blends_the_verdict():
+    cfg = validate_config({"reward": {"kind": "judge+verifiable", "verifiable_weight": 0.25,
+                                      "judge_threshold": 0.7}}, TrainConfig)  # fmt: skip
+    sr = build_reward(cfg.reward).score([_group([1.0, 0.0], [0.6, 0.7], [[], []])])
+    assert sr.rewards[0] == pytest.approx([0.25, 0.75])
+
+
+@pytest.mark.parametrize("bad", [-0.1, 1.5, "high"])
+def test_a_judge_threshold_outside_0_to_1_is_refused_naming_the_key(bad):
+    with pytest.raises(ConfigError, match="judge_threshold"):
+        validate_config({"reward": {"kind": "judge", "judge_threshold": bad}}, TrainConfig)
+
+
+def test_a_judge_threshold_without_a_judge_is_refused():
+    with pytest.raises(ConfigError, match="judge_threshold.*runs no judge"):
+        validate_config({"reward": {"kind": "verifiable", "judge_threshold": 0.5}}, TrainConfig)
+
+
+@given(st.floats(0.0, 1.0), st.floats(0.0, 1.0), st.floats(0.0, 1.0))
+def test_the_verdict_is_0_or_1_and_never_reverses_an_order(a, b, cut):
+    va, vb = judge_verdict(a, cut), judge_verdict(b, cut)
+    assert va in (0.0, 1.0) and vb in (0.0, 1.0)
+    assert (va - vb) * (a - b) >= 0
+    assert judge_verdict(None, cut) is None
 
 
 def test_runs_page_shows_the_hack_penalty_per_step(tmp_path: Path, monkeypatch):
