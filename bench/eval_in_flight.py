@@ -36,7 +36,7 @@ def evaluate(run: Path, in_flight: int | None, seed: int) -> dict[str, Any]:
 
     from rankgym.config import validate_config
     from rankgym.heap import bound_primitive_caches
-    from rankgym.model import set_torch_threads
+    from rankgym.threads import set_torch_threads
     from rankgym.trainer.config import TrainConfig
     from rankgym.trainer.demo import DEFAULT_STEPS, demo_config, policy_from_adapter
     from rankgym.trainer.evaluate import AdapterOffPolicy, evaluate_policies

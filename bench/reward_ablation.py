@@ -108,7 +108,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from rankgym.config import validate_config
-    from rankgym.model import set_torch_threads
+    from rankgym.threads import set_torch_threads
     from rankgym.trainer.checkpoint import training_adapters
     from rankgym.trainer.config import TrainConfig
     from rankgym.trainer.demo import DEFAULT_STEPS, JUDGE_TRAIN, demo_config, policy_from_adapter

@@ -3,7 +3,7 @@
 On a small CPU box shared with other work, OpenMP threads that outnumber the free cores stall
 each other at every barrier. This measures batched rollout throughput (the embedded policy on
 ``rankgym/ToolUse-v0``, same tasks and seeds every time) with 0 and then 1 busy-looping
-background process, for each thread setting, and what ``rankgym.model.choose_threads`` picks.
+background process, for each thread setting, and what ``rankgym.threads.choose_threads`` picks.
 
     RANKGYM_CACHE=/tmp/rgcache HF_HUB_OFFLINE=1 .venv/bin/python bench/threads.py
 
@@ -36,7 +36,7 @@ def _cell(threads: str, tasks: int, group_size: int, max_new_tokens: int) -> dic
 
     from rankgym.envs.policies import make_policy
     from rankgym.envs.rollout import rollout_groups
-    from rankgym.model import set_torch_threads
+    from rankgym.threads import set_torch_threads
 
     if threads == "auto":
         os.environ.pop("RANKGYM_THREADS", None)
@@ -77,7 +77,7 @@ def main() -> None:
         if nb:
             time.sleep(2)
         for setting in args.settings.split(","):
-            from rankgym.model import other_busy_cores
+            from rankgym.threads import other_busy_cores
 
             load = other_busy_cores(1.0)
             cmd = [sys.executable, __file__, "--cell", setting, "--tasks", str(args.tasks),

@@ -22,8 +22,8 @@ from rankgym.envs.registry import UnknownEnvError, make
 from rankgym.envs.rollout import EnvFactory, first_then, rollout_to_store
 from rankgym.envs.rollout_report import error_lines
 from rankgym.errors import UserError
-from rankgym.model import set_torch_threads
 from rankgym.store import Store
+from rankgym.threads import set_torch_threads
 
 __all__ = ["MAX_GROUP_SIZE", "MAX_NEW_TOKENS", "ROLLOUT", "bounded", "parse_env_kwargs"]
 

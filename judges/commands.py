@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 from rankgym.cli import Command
 from rankgym.errors import UserError
 from rankgym.judge_backend import parse_model
-from rankgym.model import set_torch_threads
 from rankgym.store import Store
 from rankgym.terminal import printable
+from rankgym.threads import set_torch_threads
 
 from .agreement import agreement_report, disagreements, format_report
 from .group_judge import GroupJudge, RetryPolicy, summarize

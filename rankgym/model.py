@@ -11,18 +11,19 @@ What it does not do: download anything. No network is needed or attempted.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import importlib.util
 import logging
 import os
 import shutil
+import tempfile
 import threading
-import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from rankgym.errors import RankgymError, UserError
+from rankgym.errors import RankgymError
 from rankgym.heap import MMAP_THRESHOLD, bound_heap, release_freed_memory  # noqa: F401 (re-exported)
 
 log = logging.getLogger(__name__)
@@ -63,26 +64,52 @@ def gguf_path() -> Path:
 
 
 def embedded_model_dir() -> Path:
-    """Directory holding the converted safetensors model; converts on first use."""
+    """Directory holding the converted safetensors model; converts on first use.
+
+    Safe when several processes start at once on an empty cache (two bench runs side by side):
+    one converts under a file lock into a private folder and renames it into place whole, the
+    others wait for the lock and find the finished folder."""
     target = cache_dir() / "models" / EMBEDDED_NAME
-    marker = target / ".converted"
-    if marker.is_file() and marker.read_text().strip() == _CONVERTER_VERSION:
+    if _converted(target):
         return target
     src = gguf_path()
-    with _lock:
-        if marker.is_file() and marker.read_text().strip() == _CONVERTER_VERSION:
-            return target
-        _convert(src, target)
-        marker.write_text(_CONVERTER_VERSION)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with _lock, _file_lock(target.with_name(target.name + ".lock")):
+        if not _converted(target):
+            tmp = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=target.parent))
+            try:
+                _convert(src, tmp)
+                (tmp / ".converted").write_text(_CONVERTER_VERSION)
+                if target.exists():  # an older converter's output
+                    shutil.rmtree(target)
+                tmp.rename(target)
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
     return target
 
 
-def _convert(src: Path, target: Path) -> None:
+def _converted(target: Path) -> bool:
+    marker = target / ".converted"
+    return marker.is_file() and marker.read_text().strip() == _CONVERTER_VERSION
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    """An exclusive lock held across processes (``flock`` on ``path``) for the block."""
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _convert(src: Path, out: Path) -> None:
+    """Write the GGUF at ``src`` as a float32 safetensors model + tokenizer into ``out``."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    log.info("converting %s to safetensors in %s (once)", src.name, target)
-    tmp = target.with_name(target.name + ".tmp")
+    log.info("converting %s to safetensors in %s (once)", src.name, out.parent)
     tok = AutoTokenizer.from_pretrained(src.parent, gguf_file=src.name)
     model = AutoModelForCausalLM.from_pretrained(
         src.parent, gguf_file=src.name, dtype=torch.float32
@@ -90,12 +117,8 @@ def _convert(src: Path, target: Path) -> None:
     model.hf_quantizer = None  # type: ignore[assignment]  # typed as a submodule by nn.Module
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
-    tmp.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(tmp, safe_serialization=True)
-    tok.save_pretrained(tmp)
-    if target.exists():
-        shutil.rmtree(target)
-    tmp.rename(target)
+    model.save_pretrained(out, safe_serialization=True)
+    tok.save_pretrained(out)
 
 
 def load_embedded(dtype: str = "float32", device: str = "cpu") -> tuple[Any, Any]:
@@ -175,81 +198,6 @@ def shared_embedded(dtype: str = "bfloat16") -> tuple[Any, Any]:
         if key not in _loaded:
             _loaded[key] = load_embedded(dtype=dtype)
         return _loaded[key]
-
-
-def other_busy_cores(window_s: float = 0.3) -> float:
-    """How many CPU cores other processes keep busy right now (sampled over ``window_s``).
-
-    Reads ``/proc/stat`` twice while this process sleeps; falls back to the 1-minute load
-    average where there is no ``/proc`` (macOS). Counts all of the machine's cores, not a cgroup
-    quota.
-    """
-
-    def sample() -> tuple[int, int]:
-        with open("/proc/stat") as fh:
-            vals = [int(x) for x in fh.readline().split()[1:]]
-        idle = vals[3] + (vals[4] if len(vals) > 4 else 0)
-        return sum(vals[:8]), idle
-
-    try:
-        t0, i0 = sample()
-        time.sleep(window_s)
-        t1, i1 = sample()
-    except (OSError, ValueError, IndexError):
-        return float(os.getloadavg()[0]) if hasattr(os, "getloadavg") else 0.0
-    total = t1 - t0
-    if total <= 0:
-        return 0.0
-    return (1.0 - (i1 - i0) / total) * (os.cpu_count() or 1)
-
-
-def choose_threads(cpus: int, busy: float) -> int:
-    """Torch threads for ``cpus`` usable cores when others keep ``busy`` cores busy: the free
-    cores, rounded, at least 1. More OpenMP threads than free cores stall each other."""
-    return max(1, min(cpus, round(cpus - busy)))
-
-
-def _usable_cores() -> int:
-    """The cores this process may run on (its affinity mask, else the machine's count)."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
-
-
-def set_torch_threads() -> int:
-    """Set torch's intra-op threads from ``$RANKGYM_THREADS``, else from the free cores now.
-
-    Returns the number set; raises ``UserError`` for a bad ``RANKGYM_THREADS`` and warns when
-    it asks for more threads than there are free cores. Does not adapt later if the load
-    changes; set ``RANKGYM_THREADS`` to pin it.
-    """
-    import torch
-
-    env = os.environ.get("RANKGYM_THREADS", "").strip()
-    pinned: int | None = None
-    if env:
-        try:
-            pinned = int(env)
-        except ValueError:
-            raise UserError(f"RANKGYM_THREADS={env!r} is not a whole number of threads") from None
-        if pinned < 1:
-            raise UserError(f"RANKGYM_THREADS={env!r} must be at least 1")
-    cpus, busy = _usable_cores(), other_busy_cores()
-    free = choose_threads(cpus, busy)
-    if pinned is None:
-        n = free
-        log.info("torch threads: %d (%d cores, %.1f busy with other work)", n, cpus, busy)
-    else:
-        n = pinned
-        if n > free:
-            log.warning(
-                "RANKGYM_THREADS=%d but only %d of %d cores are free (%.1f busy with other "
-                "work): OpenMP threads beyond the free cores wait on each other and can make "
-                "this run many times slower; unset RANKGYM_THREADS to fit the free cores",
-                n, free, cpus, busy,
-            )  # fmt: skip
-    torch.set_num_threads(n)
-    return n
 
 
 def cpu_bf16_native() -> bool:

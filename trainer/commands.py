@@ -22,7 +22,7 @@ from rankgym.envs.rollout_command import (
     parse_env_kwargs,
 )
 from rankgym.errors import UserError
-from rankgym.model import set_torch_threads
+from rankgym.threads import set_torch_threads
 from rankgym.trainer.config import TrainConfig, load_train_config
 from rankgym.trainer.context import TrainingContext
 from rankgym.trainer.evaluate import AdapterOffPolicy, evaluate_policies

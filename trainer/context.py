@@ -20,7 +20,7 @@ Example (a tiny run's context, then the policy the first rollout uses)::
     policy = ctx.policy(f"{ctx.model_name}@step0")
 
 What it does not do: hold run state (optimizer, store, step: ``loop.Trainer``), load a model
-twice (each constructor loads one), or pick threads (``rankgym.model.set_torch_threads``).
+twice (each constructor loads one), or pick threads (``rankgym.threads.set_torch_threads``).
 """
 
 from __future__ import annotations

@@ -343,7 +343,7 @@ def _drop_training_state(trainer: Any) -> None:
 
 def _demo_run(args: argparse.Namespace) -> dict[str, Any]:
     from rankgym.config import validate_config
-    from rankgym.model import set_torch_threads
+    from rankgym.threads import set_torch_threads
     from rankgym.trainer.checkpoint import write_json_atomic
     from rankgym.trainer.commands import _echo
     from rankgym.trainer.config import TrainConfig

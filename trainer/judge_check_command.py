@@ -18,8 +18,9 @@ from rankgym.errors import UserError
 from rankgym.judge_backend import parse_model
 from rankgym.judges.commands import DEFAULT_JUDGE, _spec_from_args
 from rankgym.judges.spec import check_credentials
-from rankgym.model import cache_dir, set_torch_threads
+from rankgym.model import cache_dir
 from rankgym.store import Store
+from rankgym.threads import set_torch_threads
 from rankgym.trainer.judge_check import CheckConfig, run_check
 
 if TYPE_CHECKING:

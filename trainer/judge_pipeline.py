@@ -172,7 +172,8 @@ def run_judge_train(job: JudgeTrainJob, progress: bool = False) -> dict[str, Any
     adapter's metadata); ``job`` itself is not changed.
     """
     check_job(job)
-    from rankgym.model import load_causal_lm, load_embedded, set_torch_threads
+    from rankgym.model import load_causal_lm, load_embedded
+    from rankgym.threads import set_torch_threads
     from rankgym.trainer.checkpoint import write_json_atomic
     from rankgym.trainer.judge_train import (
         META_FILE,

