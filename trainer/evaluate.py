@@ -63,7 +63,7 @@ def paired_bootstrap(
 
     Each policy's mean is its own successes over its own episodes in the resampled tasks, so a
     task with more episodes on one side than the other is weighted as each side ran it. Tasks
-    with no episode on either side are left out. Fewer than two shared tasks give a point
+    with no episode on one side or the other are left out. Fewer than two shared tasks give a point
     interval (the observed difference; nothing to resample)."""
     import numpy as np
     from scipy import stats
