@@ -76,7 +76,9 @@ def embedded_model_dir() -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     with _lock, _file_lock(target.with_name(target.name + ".lock")):
         if not _converted(target):
-            tmp = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=target.parent))
+            for stale in target.parent.glob(target.name + ".tmp-*"):  # a killed conversion's
+                shutil.rmtree(stale, ignore_errors=True)  # (only the lock's holder writes one)
+            tmp = Path(tempfile.mkdtemp(prefix=target.name + ".tmp-", dir=target.parent))
             try:
                 _convert(src, tmp)
                 (tmp / ".converted").write_text(_CONVERTER_VERSION)

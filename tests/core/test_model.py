@@ -79,6 +79,8 @@ def test_processes_started_together_convert_once_and_all_find_a_whole_folder(tmp
         time.sleep(0.5)
         (out / "model.safetensors").write_text("weights")
 
+    stale = tmp_path / "cache" / "models" / (model_mod.EMBEDDED_NAME + ".tmp-killed")
+    stale.mkdir(parents=True)  # what a conversion killed halfway leaves
     monkeypatch.setattr(model_mod, "gguf_path", lambda: tmp_path / "model.gguf")
     monkeypatch.setattr(model_mod, "_convert", slow_convert)  # forked children inherit it
     ctx = multiprocessing.get_context("fork")
@@ -94,4 +96,5 @@ def test_processes_started_together_convert_once_and_all_find_a_whole_folder(tmp
     assert (Path(folder) / "model.safetensors").read_text() == "weights"
     assert (tmp_path / "conversions").read_text() == "x"  # converted once
     left = sorted(p.name for p in Path(folder).parent.iterdir())
-    assert left == [model_mod.EMBEDDED_NAME, model_mod.EMBEDDED_NAME + ".lock"]  # no temp left
+    assert left == [model_mod.EMBEDDED_NAME, model_mod.EMBEDDED_NAME + ".lock"]  # no temp left,
+    # the killed one's included
