@@ -160,7 +160,7 @@ def main() -> None:
         raw["monitor"] = {"guard": "off"}  # every arm runs its steps; the monitor still measures
         if args.scale_rewards:
             raw["reward"]["scale_rewards"] = args.scale_rewards
-        if args.judge_threshold is not None and kind != "verifiable":
+        if args.judge_threshold is not None and raw["reward"]["kind"] != "verifiable":
             raw["reward"]["judge_threshold"] = args.judge_threshold
         cfg = validate_config(raw, TrainConfig)
         set_torch_threads()

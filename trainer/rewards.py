@@ -94,20 +94,27 @@ class Reward:
     ``[monitor] guard = "auto"`` is on."""
     judge_method: ClassVar[type[JudgeMethod]] = GroupJudge
     """The judging method (``rankgym.judges.method.JudgeMethod``) the loop judges groups with."""
-    judge_threshold: float | None = None
-    """``[reward] judge_threshold``: when set, a judge score counts as its verdict, 1.0 at or
-    above it and 0.0 below (:func:`judge_verdict`), before :meth:`blend` reads it."""
 
-    def __init__(self, verifiable_weight: float = 0.5, hack_penalty: bool = True) -> None:
+    def __init__(
+        self,
+        verifiable_weight: float = 0.5,
+        hack_penalty: bool = True,
+        judge_threshold: float | None = None,
+    ) -> None:
         self.verifiable_weight = verifiable_weight
         self.hack_penalty = hack_penalty
+        self.judge_threshold = judge_threshold
+        """When set, a judge score counts as its verdict, 1.0 at or above it and 0.0 below
+        (:func:`judge_verdict`), before :meth:`blend` reads it."""
 
     @classmethod
     def from_section(cls, section: RewardSection) -> Reward:
         """This reward with a config's ``[reward]`` settings."""
-        reward = cls(verifiable_weight=section.verifiable_weight, hack_penalty=section.hack_penalty)
-        reward.judge_threshold = section.judge_threshold
-        return reward
+        return cls(
+            verifiable_weight=section.verifiable_weight,
+            hack_penalty=section.hack_penalty,
+            judge_threshold=section.judge_threshold,
+        )
 
     def blend(self, judge: float | None, verifiable: float | None) -> float | None:
         """Training reward of one trajectory; None (no signal) when a needed part is missing."""
