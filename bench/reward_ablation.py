@@ -79,10 +79,12 @@ def main() -> None:
     )
     ap.add_argument(
         "--judge-threshold",
-        type=float,
+        type=lambda v: v if v == "fit" else float(v),
         default=None,
+        metavar="CUT|fit",
         help="[reward] judge_threshold of every judged arm: train on the judge's verdict "
-        "(score >= it counts 1, below 0) instead of its graded score",
+        "(score >= it counts 1, below 0) instead of its graded score; 'fit' fits the cut of "
+        "the on-policy arm's judge after its stage and every refresh (trainer/judge_cut.py)",
     )
     ap.add_argument(
         "--judge-train",
@@ -276,7 +278,7 @@ def _judge_train_record(tr) -> dict | None:  # type: ignore[no-untyped-def]
     summary = jt.get("summary") or {}
     keep = ("train_pairs", "heldout_pairs", "data", "train_seconds", "stopped_on_time_cap")
     return {"judge": jt.get("judge"), "check": jt.get("check"), "rollout": jt.get("rollout"),
-            "summary": {k: summary.get(k) for k in keep if k in summary}}  # fmt: skip
+            "cut": jt.get("cut"), "summary": {k: summary.get(k) for k in keep if k in summary}}  # fmt: skip
 
 
 def _slug(arm: str) -> str:

@@ -117,10 +117,11 @@ class RewardSection(_Section):
     verifiable_weight: float = Field(0.5, ge=0.0, le=1.0)
     """For ``judge+verifiable``: reward = (1-w) * judge + w * verifiable."""
     scale_rewards: Literal["group", "batch", "none"] = "group"
-    judge_threshold: float | None = Field(None, ge=0.0, le=1.0)
+    judge_threshold: Annotated[float, Field(ge=0.0, le=1.0)] | Literal["fit"] | None = None
     """Set: train on the judge's verdict, a score at or above it counting 1 and below it 0
     (``rewards.judge_verdict``), instead of the graded score; the monitor still reads the
-    graded score. Unset (default): the graded score."""
+    graded score. ``"fit"``: the cut of each judge ``[judge_train]`` trains, fitted on its
+    labelled judge-split episodes (``trainer/judge_cut.py``). Unset (default): the graded score."""
     hack_penalty: bool = True
     """A trajectory the env raised a hack signal for (e.g. ``answer_spam``) gets the lowest reward
     of its group; the judge's own ``judge_*`` signals do not count (see ``rewards.py``)."""
@@ -421,6 +422,17 @@ class TrainConfig(_Section):
                     "is made with judge_split = false (train already holds every task): drop "
                     "one of them"
                 )
+        return self
+
+    @model_validator(mode="after")
+    def _fit_needs_a_trained_judge(self) -> TrainConfig:
+        """``judge_threshold = "fit"`` fits the cut of the judge ``[judge_train]`` trains."""
+        if self.reward.judge_threshold == "fit" and not (self.judge_train and self.judge_train.use):
+            raise ValueError(
+                'reward.judge_threshold = "fit" fits the cut of the judge the [judge_train] '
+                "stage trains, but this config has no [judge_train] section with use = true: "
+                "add one, or give the cut as a number (e.g. 0.5)"
+            )
         return self
 
 

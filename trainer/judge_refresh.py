@@ -34,6 +34,7 @@ from typing import Any
 
 from rankgym.step_metrics import StepMetrics
 from rankgym.trainer.config import TrainConfig
+from rankgym.trainer.judge_cut import apply_cut, fit_judge_cut
 from rankgym.trainer.judge_pipeline import run_judge_train
 from rankgym.trainer.judge_split_watch import judge_drift, record_drift, split_fields, stage_tasks
 from rankgym.trainer.judge_stage import (
@@ -122,10 +123,11 @@ def refresh_judge(
                     "judge_split": drift, "stop": stop}  # fmt: skip
         job = _job(cfg, jt, out, [str(db), *jt.stores])
         job.init_adapter = str(init)
+        fit_on = db  # a fitted cut reads the newest judge-split rollout
     else:
         stores = [str(store_path), *jt.stores]
         runs = [run_id, *runs]
-        rollout_db = base / "data" / "rollout.db"
+        fit_on = rollout_db = base / "data" / "rollout.db"
         if rollout_db.is_file():
             stores.append(str(rollout_db))
         job = _job(cfg, jt, out, stores)
@@ -139,7 +141,13 @@ def refresh_judge(
         + ("; passed" if check["passed"] else f"; NOT passed{failed_because(check)}")
         + "; GRPO's next steps are judged by it"
     )
-    res: dict[str, Any] = {"judge": summary["judge"], "check": check, "summary": summary}
+    cut = fit_judge_cut(cfg, summary["judge"], fit_on, say) if fit_on.is_file() else None
+    res: dict[str, Any] = {
+        "judge": summary["judge"],
+        "check": check,
+        "summary": summary,
+        "cut": cut,
+    }
     if rollout is not None:
         res["rollout"] = rollout
         res["judge_split"] = drift
@@ -214,7 +222,7 @@ def _record_refresh(out: Path, after_step: int, res: dict[str, Any]) -> None:
 
     rows = [r for r in refreshes(out) if r["after_step"] != after_step]
     rows.append({"after_step": after_step, "judge": res["judge"], "check": res["check"],
-                 "judge_split": res.get("judge_split")})  # fmt: skip
+                 "judge_split": res.get("judge_split"), "cut": res.get("cut")})  # fmt: skip
     write_json_atomic(Path(out) / "judge_train" / REFRESH_FILE, sorted(rows, key=lambda r: r["after_step"]))  # fmt: skip
 
 
@@ -268,6 +276,7 @@ def maybe_refresh(trainer: Any, step: int) -> dict[str, Any] | None:
     trainer.judge_train = {**(trainer.judge_train or {}), "refresh": res}
     if cfg.judge_train and cfg.judge_train.use:
         _use_judge(trainer, res["judge"])
+        apply_cut(trainer, res.get("cut"))
         if trainer.judge_check is not None:
             trainer.judge_check = {**trainer.judge_check, "on_policy": res["check"]}
     return res.get("judge_split")

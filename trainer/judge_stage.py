@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from rankgym.trainer.config import JudgeTrainSection, TrainConfig
+from rankgym.trainer.judge_cut import apply_cut, fit_judge_cut
 from rankgym.trainer.judge_job import TooFewPairs
 from rankgym.trainer.judge_pipeline import JudgeTrainJob, run_judge_train, time_cap_line
 from rankgym.trainer.judge_stage_check import (
@@ -208,7 +209,8 @@ def run_judge_train_stage(
     if summary.get("stopped_on_time_cap"):
         say(time_cap_line(summary))
     check = stage_check(summary, jt.min_pairwise, jt.max_tied_shorter)
-    result = {"judge": summary["judge"], "check": check, "rollout": rollout, "summary": summary}
+    result = {"judge": summary["judge"], "check": check, "rollout": rollout, "summary": summary,
+              "cut": fit_judge_cut(cfg, summary["judge"], store, say)}  # fmt: skip
     _write_stage(stage_file, result)
     ci = check["pairwise_accuracy_ci"] or [float("nan")] * 2
     say(
@@ -314,7 +316,7 @@ def judge_train_stage(trainer: Any) -> None:
     ))  # fmt: skip
     if not swaps_judge(cfg):
         return
-    judge, check = res["judge"], res["check"]
+    judge, check, cut = res["judge"], res["check"], res.get("cut")
     if judge is None:  # too little data to check a judge: none trained, the configured one stays
         trainer.judge_check = None
         _maybe_judge_only(trainer, check)
@@ -329,6 +331,7 @@ def judge_train_stage(trainer: Any) -> None:
         refreshed = [r for r in refreshes(trainer.out) if r["after_step"] <= done]
         if refreshed:
             judge, check = refreshed[-1]["judge"], refreshed[-1]["check"]
+            cut = refreshed[-1].get("cut") or cut
             trainer.judge_train = {**res, "refresh": refreshed[-1]}
             trainer.echo(f"resume: judging with the judge refreshed after step {refreshed[-1]['after_step']}")  # fmt: skip
     _use_judge(trainer, judge)
@@ -342,6 +345,7 @@ def judge_train_stage(trainer: Any) -> None:
 
             write_json_atomic(trainer.out / "judge_check.json", trainer.judge_check)
     _maybe_judge_only(trainer, res["check"])
+    apply_cut(trainer, cut)  # after _maybe_judge_only, which may rebuild the reward
 
 
 def _maybe_judge_only(trainer: Any, check: dict[str, Any]) -> None:

@@ -113,7 +113,8 @@ class Reward:
         return cls(
             verifiable_weight=section.verifiable_weight,
             hack_penalty=section.hack_penalty,
-            judge_threshold=section.judge_threshold,
+            # "fit": graded until the [judge_train] stage fits a cut (trainer/judge_cut.py)
+            judge_threshold=cut if isinstance(cut := section.judge_threshold, float) else None,
         )
 
     def blend(self, judge: float | None, verifiable: float | None) -> float | None:

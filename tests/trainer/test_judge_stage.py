@@ -255,7 +255,8 @@ def test_a_judge_split_refresh_rolls_the_current_policy_out_and_trains_the_judge
     stage_judge = t.judge_train["judge"]
     jt = t.cfg.judge_train.model_copy(update={"refresh_every": 1, "refresh_data": "judge_split",
                                               "refresh_max_train_minutes": 3.0})  # fmt: skip
-    cfg = t.cfg.model_copy(update={"judge_train": jt, "steps": 2})
+    fit = t.cfg.reward.model_copy(update={"judge_threshold": "fit"})  # the refresh fits a cut
+    cfg = t.cfg.model_copy(update={"judge_train": jt, "steps": 2, "reward": fit})
     said: list[str] = []
     fake = SimpleNamespace(cfg=cfg, spec=t.spec.model_copy(update={"model": stage_judge}),
                            dist=t.dist, run_id=t.run_id, out=t.out, echo=said.append,
@@ -289,6 +290,10 @@ def test_a_judge_split_refresh_rolls_the_current_policy_out_and_trains_the_judge
     assert drift["tasks"] == len({g.task_id for g in groups}) >= 2
     assert drift["diff"] == pytest.approx(drift["now"] - drift["start"])
     assert any(m.startswith("judge split (train tasks GRPO never draws") for m in said)
+    # the cut is fitted on the refresh's own rollout; the tiny policy passes nothing there
+    (no_cut,) = [m for m in said if "no cut fitted" in m]
+    assert str(here / "data" / "refresh-1.db") in no_cut and "all failures" in no_cut
+    assert fake.judge_train["refresh"]["cut"] is None
 
 
 def test_a_judge_split_refresh_needs_a_trained_local_judge():
