@@ -158,10 +158,9 @@ def cut_line(fitted: dict[str, Any]) -> str:
 
 
 def apply_cut(trainer: Any, fitted: dict[str, Any] | None) -> None:
-    """GRPO's next steps train on the verdict at ``fitted["cut"]`` when GRPO judges with the
-    judge it was fitted for; with no fit (None) the cut stays where it was (the graded score
-    before the first fit). A run that fell back to the configured judge keeps its graded score."""
-    if fitted is None or trainer.cfg.reward.judge_threshold != FIT or trainer.spec is None:
-        return
-    if trainer.spec.model == fitted.get("judge"):
+    """GRPO's next steps train on the verdict at ``fitted["cut"]``; with no fit (None) the cut
+    stays where it was: the last one fitted, or the graded score before the first. The caller
+    applies it only while GRPO judges with a ``[judge_train]`` judge (not after a fall-back to
+    the configured one)."""
+    if fitted is not None and trainer.cfg.reward.judge_threshold == FIT:
         trainer.reward.judge_threshold = float(fitted["cut"])

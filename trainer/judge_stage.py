@@ -331,7 +331,8 @@ def judge_train_stage(trainer: Any) -> None:
         refreshed = [r for r in refreshes(trainer.out) if r["after_step"] <= done]
         if refreshed:
             judge, check = refreshed[-1]["judge"], refreshed[-1]["check"]
-            cut = refreshed[-1].get("cut") or cut
+            # the newest fitted cut, as the run had it (a refresh that fitted none kept the last)
+            cut = next((r["cut"] for r in reversed(refreshed) if r.get("cut")), cut)
             trainer.judge_train = {**res, "refresh": refreshed[-1]}
             trainer.echo(f"resume: judging with the judge refreshed after step {refreshed[-1]['after_step']}")  # fmt: skip
     _use_judge(trainer, judge)
@@ -345,7 +346,8 @@ def judge_train_stage(trainer: Any) -> None:
 
             write_json_atomic(trainer.out / "judge_check.json", trainer.judge_check)
     _maybe_judge_only(trainer, res["check"])
-    apply_cut(trainer, cut)  # after _maybe_judge_only, which may rebuild the reward
+    if trainer.spec is not None and trainer.spec.model == judge:  # not fallen back
+        apply_cut(trainer, cut)  # after _maybe_judge_only, which may rebuild the reward
 
 
 def _maybe_judge_only(trainer: Any, check: dict[str, Any]) -> None:

@@ -98,9 +98,9 @@ def test_a_fit_reward_is_graded_until_a_cut_is_fitted_then_cuts_there(tmp_path: 
     trainer = SimpleNamespace(cfg=cfg, reward=reward, spec=SimpleNamespace(model="local/smollm2@J"))
     apply_cut(trainer, None)  # nothing fitted: still graded
     assert reward.judge_threshold is None
-    apply_cut(trainer, {"cut": 0.7, "judge": "local/smollm2@OTHER"})  # not GRPO's judge
-    assert reward.judge_threshold is None
     apply_cut(trainer, {"cut": 0.7, "judge": "local/smollm2@J"})
+    assert reward.judge_threshold == 0.7
+    apply_cut(trainer, None)  # a refresh that fitted none: the last cut stays
     assert reward.judge_threshold == 0.7
     fixed = validate_config(_config(tmp_path, judge_threshold=0.5), TrainConfig)
     trainer = SimpleNamespace(cfg=fixed, reward=build_reward(fixed.reward), spec=trainer.spec)

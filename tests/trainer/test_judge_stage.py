@@ -18,6 +18,10 @@ from rankgym.types import Group, Message, Trajectory
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
+_SAID: list[str] = []
+"""What the module's trainer said (its ``echo``)."""
+
+
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory):
     from rankgym.trainer.loop import Trainer
@@ -26,13 +30,14 @@ def run(tmp_path_factory: pytest.TempPathFactory):
     model_dir = save_tiny_model(root / "tiny")
     install_fake_judge()
     cfg = tiny_config(model_dir, root / "run", steps=1)
-    cfg["reward"] = {"kind": "judge+verifiable"}  # a judge-only reward stops on a failed check
+    # a judge-only reward stops on a failed check; "fit": each judge's cut is fitted
+    cfg["reward"] = {"kind": "judge+verifiable", "judge_threshold": "fit"}
     cfg["sft"] = {"steps": 2, "batch_size": 2, "tasks": 4}
     cfg["judge_train"] = {"tasks": 2, "group_size": 2, "max_turns": 1, "epochs": 1,
                           "max_train_pairs": 6, "max_heldout_pairs": 3,
                           "stores": [str(labelled_store(root / "labels.db"))]}  # fmt: skip
     tc = validate_config(cfg, TrainConfig)
-    t = Trainer(tc, out_dir=str(root / "run"), progress=False)
+    t = Trainer(tc, out_dir=str(root / "run"), progress=False, echo=_SAID.append)
     t.setup()
     yield t, root
     t.store.close()
@@ -53,6 +58,11 @@ def test_the_stage_trains_a_judge_on_the_sft_policys_judge_split_and_grpo_uses_i
     assert tasks and all(in_judge_split(task) for task in tasks)  # tasks GRPO never draws
     meta = json.loads((adapter / "judge_train.json").read_text())
     assert meta["base"] == str(root / "tiny")  # the policy's own base model
+    # `judge_threshold = "fit"`: the new judge scored its rollout, where the tiny policy passes
+    # nothing, so no cut is fitted and GRPO keeps the graded score
+    (no_cut,) = [m for m in _SAID if "no cut fitted" in m]
+    assert str(root / "run" / "judge_train" / "data" / "rollout.db") in no_cut
+    assert res["cut"] is None and t.reward.judge_threshold is None
 
 
 def test_the_stage_checks_the_judge_on_held_out_tasks_with_a_ci(run):
@@ -255,8 +265,7 @@ def test_a_judge_split_refresh_rolls_the_current_policy_out_and_trains_the_judge
     stage_judge = t.judge_train["judge"]
     jt = t.cfg.judge_train.model_copy(update={"refresh_every": 1, "refresh_data": "judge_split",
                                               "refresh_max_train_minutes": 3.0})  # fmt: skip
-    fit = t.cfg.reward.model_copy(update={"judge_threshold": "fit"})  # the refresh fits a cut
-    cfg = t.cfg.model_copy(update={"judge_train": jt, "steps": 2, "reward": fit})
+    cfg = t.cfg.model_copy(update={"judge_train": jt, "steps": 2})
     said: list[str] = []
     fake = SimpleNamespace(cfg=cfg, spec=t.spec.model_copy(update={"model": stage_judge}),
                            dist=t.dist, run_id=t.run_id, out=t.out, echo=said.append,
@@ -354,9 +363,14 @@ def test_a_refresh_learns_only_from_this_runs_groups_and_a_resumed_run_judges_wi
 
     monkeypatch.setattr(loop, "judge_preflight", record)
     monkeypatch.setattr(preflight, "judge_preflight", record)
+    # a cut fitted at that refresh (`judge_threshold = "fit"`) is the one the resumed run cuts at
+    rows = json.loads((root / "run" / "judge_train" / "refreshes.json").read_text())
+    rows[0]["cut"] = {"cut": 0.42, "judge": rec["judge"]}
+    (root / "run" / "judge_train" / "refreshes.json").write_text(json.dumps(rows))
     again = Trainer(t.cfg, out_dir=str(root / "run"), progress=False, resume=True)
     again.setup()
     try:
+        assert again.reward.judge_threshold == 0.42
         assert again.spec.model == rec["judge"] != t.judge_train["judge"]
         assert checked == [rec["judge"]]  # the judge GRPO uses, not the config's judge
         saved = json.loads((root / "run" / "judge_check.json").read_text())
