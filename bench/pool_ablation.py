@@ -70,10 +70,10 @@ def pooled(strata: list[dict[str, Table]], base: str, peer: str, arm: str, n_boo
     ]
 
     def ci(i: int) -> list[float]:
-        vals = sorted(
-            b[i] for b in boots if b[i] == b[i]
-        )  # nan-free (a resample with no peer gain)
-        return [vals[int(0.025 * len(vals))], vals[min(len(vals) - 1, int(0.975 * len(vals)))]]
+        import numpy as np
+
+        vals = [b[i] for b in boots if b[i] == b[i]]  # nan-free (a resample with no peer gain)
+        return [float(x) for x in np.percentile(vals, [2.5, 97.5])]
 
     n = sum(len(t[base][k]) for t, ks in zip(strata, keys, strict=True) for k in ks)
     labels = (f"{arm} - {base}", f"{peer} - {base}", f"{arm} - {peer}")
