@@ -122,8 +122,8 @@ def main() -> None:
     )
     from rankgym.trainer.judge_refresh import maybe_refresh, refreshes
     from rankgym.trainer.loop import Trainer
-    from rankgym.trainer.rewards import step_line
     from rankgym.trainer.setup import make_env_factory
+    from rankgym.trainer.step_report import step_line
 
     steps = args.steps or DEFAULT_STEPS
     arms = [a.strip() for a in args.arms.split(",") if a.strip()]

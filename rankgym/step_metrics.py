@@ -1,6 +1,6 @@
 """What one training step logs: :class:`StepMetrics`, the store's ``steps.metrics`` row.
 
-Core, so that the trainer (which builds it, ``rankgym.trainer.rewards.step_metrics``) and the
+Core, so that the trainer (which builds it, ``rankgym.trainer.step_report.step_metrics``) and the
 dashboard (which reads it back) share the record without the dashboard importing the trainer.
 ``rankgym.trainer.rewards.StepMetrics`` is the same class.
 
@@ -119,6 +119,9 @@ class StepMetrics:
     judge_dropped: bool | None = None
     """True from the step where ``[monitor] below_chance = "drop"`` took the judge out of a
     blended reward on: that step and every later one trained on the verifier alone."""
+    judge_cut: float | None = None
+    """The cut the step's reward put the judge's scores at (``[reward] judge_threshold``: fixed,
+    or fitted to the ``[judge_train]`` judge, ``trainer/judge_cut.py``); None: the graded score."""
     judge_split_start: float | None = None
     """Mean verifier reward of the SFT start on the judge split (train tasks GRPO never draws),
     over the tasks compared after this step (``trainer/judge_split_watch.py``); set on steps

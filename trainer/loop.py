@@ -17,7 +17,7 @@ One step ``k`` (0-based):
    hack penalty) -> group advantages -> the no-signal refusal (``no_signal.watch_signal``: may
    stop the run or skip the update) -> one GRPO update (``grpo.py``).
 5. **checkpoint**: adapter + optimizer + scheduler + RNG state, atomically; then
-   ``store.log_step`` with the step's metrics (``rewards.step_metrics``).
+   ``store.log_step`` with the step's metrics (``step_report.step_metrics``).
 
 Setup validates everything it can (device, judge credentials and rubric, env id and kwargs,
 task counts, the model and LoRA targets) before it writes anything; a start that still fails
@@ -71,13 +71,7 @@ from rankgym.trainer.monitor_step import start_monitor, watch_judge
 from rankgym.trainer.no_signal import watch_signal
 from rankgym.trainer.preflight import judge_preflight
 from rankgym.trainer.records import EvalResult, StepTiming
-from rankgym.trainer.rewards import (
-    StepMetrics,
-    build_reward,
-    history_summary,
-    step_line,
-    step_metrics,
-)
+from rankgym.trainer.rewards import StepMetrics, build_reward
 from rankgym.trainer.setup import (
     check_env,
     check_inputs,
@@ -85,6 +79,7 @@ from rankgym.trainer.setup import (
     make_optimizer,
     update_settings,
 )
+from rankgym.trainer.step_report import history_summary, step_line, step_metrics
 from rankgym.types import Group, JudgeSpec
 
 log = logging.getLogger(__name__)
@@ -311,6 +306,7 @@ class Trainer:
         groups, timing = self._rollout_and_judge(step)
         watched = watch_judge(self, step, groups)  # may stop the run or drop the judge
         sr = self.reward.score(groups)
+        cut = self.reward.judge_threshold if self.reward.needs_judge else None  # what sr read
         adv = group_advantages(sr.rewards, cfg.reward.scale_rewards)
         watched |= watch_signal(self, step, groups, adv.values)  # may stop or skip (no_signal.py)
         skipped = bool(watched.get("skipped_no_signal"))  # judge noise only: no update at all
@@ -352,6 +348,7 @@ class Trainer:
             lr=float(self.scheduler.get_last_lr()[0]),
             timing=timing,
             bf16=self.ctx.bf16,
+            judge_cut=cut,
         )
         if self.sync is not None:
             metrics = replace(metrics, extra=dict(self.sync.last))

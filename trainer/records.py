@@ -5,7 +5,7 @@ Both are ``TypedDict`` s: plain dicts at run time, so what is stored (the step m
 they had a type. They say which keys exist and what they hold; they check nothing at run time.
 
 What this module does not do: build them (``step_data.rollout_and_judge`` and
-``evaluate.evaluate_policies`` do) or turn them into metrics (``rewards.step_metrics``).
+``evaluate.evaluate_policies`` do) or turn them into metrics (``step_report.step_metrics``).
 """
 
 from __future__ import annotations

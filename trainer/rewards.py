@@ -1,4 +1,4 @@
-"""From judged groups to training rewards, and the metrics one training step logs.
+"""From judged groups to training rewards.
 
 A :class:`Reward` is built once from the config's ``[reward]`` section
 (:func:`build_reward`); its class is looked up by ``reward.kind`` in :data:`REWARDS`, the one
@@ -18,8 +18,8 @@ the first is noise with the embedded judge, the second would leak the verifier i
 judge-only reward.
 
 :class:`StepMetrics` (core: ``rankgym.step_metrics``, re-exported here) is what a step logs to
-the store (and the Runs page reads), built by ``step_metrics``; ``step_line`` and
-``history_summary`` read it.
+the store (and the Runs page reads), built from a step's :class:`StepRewards` by
+``trainer/step_report.py``.
 
 What this module does not do: no reward shaping beyond the blend and the penalty (no length
 penalty, no format reward: format credit is the env's business), and no normalisation (that is
@@ -29,12 +29,10 @@ penalty, no format reward: format credit is the env's business), and no normalis
 from __future__ import annotations
 
 import logging
-import math
-import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 from rankgym.errors import UserError
 from rankgym.judges.group_judge import GroupJudge
@@ -44,7 +42,6 @@ from rankgym.types import Group, Trajectory
 
 if TYPE_CHECKING:
     from rankgym.trainer.config import RewardSection
-    from rankgym.trainer.records import StepTiming
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -59,15 +56,11 @@ __all__ = [
     "blend_reward",
     "build_reward",
     "env_hack_signals",
-    "history_summary",
     "judge_verdict",
     "load_reward_plugins",
-    "monitor_line",
     "register_reward",
     "reward_class",
     "reward_names",
-    "step_line",
-    "step_metrics",
     "step_rewards",
 ]
 
@@ -341,152 +334,3 @@ def step_rewards(
         out.train.extend(r for r in row if r is not None)
         out.rewards.append(row)
     return out
-
-
-_JUDGE_USAGE = ("input_tokens", "output_tokens", "cost_usd", "latency_s_mean", "calls")
-"""Keys of the rollout timing's ``judge`` dict, logged as ``judge_<key>``."""
-
-
-def _mean_std(xs: list[float]) -> tuple[float | None, float | None]:
-    if not xs:
-        return None, None
-    return statistics.fmean(xs), (statistics.pstdev(xs) if len(xs) > 1 else 0.0)
-
-
-def step_metrics(
-    *,
-    policy: str,
-    reward_kind: str,
-    rewards: StepRewards,
-    n_groups: int,
-    n_trajectories: int,
-    success_threshold: float,
-    zero_variance_groups: int,
-    unscored: int,
-    update: Any,
-    lr: float,
-    timing: StepTiming,
-    bf16: bool,
-) -> StepMetrics:
-    """The metrics of one step (``update`` is a ``grpo`` UpdateStats); the loop adds timings."""
-    spread: dict[str, Any] = {}  # reward_mean, reward_std, judge_score_mean, ...
-    for name, xs in [
-        ("reward", rewards.train),
-        ("judge_score", rewards.judge_scores),
-        ("verifiable", rewards.verifiable),
-    ]:
-        spread[f"{name}_mean"], spread[f"{name}_std"] = _mean_std(xs)
-    judge = timing.get("judge") or {}
-    usage: dict[str, Any] = {f"judge_{k}": judge.get(k) for k in _JUDGE_USAGE}
-    verif = rewards.verifiable
-    return StepMetrics(
-        policy=policy,
-        reward_kind=reward_kind,
-        **spread,
-        success_rate=(
-            sum(v >= success_threshold for v in verif) / n_trajectories if n_trajectories else None
-        ),
-        groups=n_groups,
-        trajectories=n_trajectories,
-        zero_variance_groups=zero_variance_groups,
-        unscored_trajectories=unscored,
-        unjudged_groups=rewards.unjudged_groups,
-        hack_flagged=rewards.hack_flagged,
-        hack_penalized=rewards.hack_penalized,
-        no_signal=update.trained_trajectories == 0,
-        trained_trajectories=update.trained_trajectories,
-        loss=update.loss,
-        grad_norm=update.grad_norm,
-        clip_fraction=update.clip_fraction,
-        kl=update.kl,
-        lr=lr,
-        update_tokens=update.tokens,
-        update_tokens_per_s=update.tokens_per_s,
-        rollout_completion_tokens=timing.get("rollout_completion_tokens"),
-        rollout_tokens_per_s=(
-            timing["rollout_completion_tokens"] / timing["rollout_s"]
-            if timing.get("rollout_s")
-            else None
-        ),
-        **usage,
-        time_rollout_s=timing.get("rollout_s"),
-        time_judge_s=timing.get("judge_s"),
-        time_update_s=update.seconds,
-        reused_rollout=timing.get("reused_rollout", False),
-        threads=timing.get("threads"),
-        bf16=bf16,
-    )
-
-
-def step_line(m: StepMetrics, k: int, steps: int) -> str:
-    """The one-line progress report of step ``k`` (0-based) from its metrics."""
-    return (
-        f"step {k + 1}/{steps}  reward {_fmt(m.reward_mean)}"
-        f"  verifiable {_fmt(m.verifiable_mean)}"
-        f"  success {_fmt(m.success_rate)}"
-        f"  zero-var {m.zero_variance_groups}/{m.groups}"
-        + (f"  hack-penalized {m.hack_penalized}" if m.hack_penalized else "")
-        + monitor_line(m)
-        + ("  JUDGE BELOW CHANCE" if m.judge_below_chance else "")
-        + ("  JUDGE DROPPED (verifier only)" if m.judge_dropped else "")
-        + ("  NO VERIFIER SIGNAL (forced)" if m.forced_no_signal else "")
-        + ("  NO VERIFIER SIGNAL (skipped)" if m.skipped_no_signal else "")
-        + f"  {m.time_step_s or 0:.0f}s (rollout {m.time_rollout_s or 0:.0f}s,"
-        f" judge {m.time_judge_s or 0:.0f}s, update {m.time_update_s or 0:.0f}s)"
-    )
-
-
-def monitor_line(m: StepMetrics) -> str:
-    """``  judge~verifier pairwise 0.62 (run 0.58 [0.49, 0.66]) tau +0.21 top-fail 25%``; ""
-    when the step has no monitor numbers."""
-    if m.monitor_pairs_run is None:
-        return ""
-    if not m.monitor_pairs_run:
-        return "  judge~verifier -"
-    ci = (
-        f" [{m.judge_pairwise_run_low:.2f}, {m.judge_pairwise_run_high:.2f}]"
-        if m.judge_pairwise_run_low is not None and m.judge_pairwise_run_high is not None
-        else ""
-    )
-    tau = f"{m.judge_tau_run:+.2f}" if m.judge_tau_run is not None else "-"
-    top = (
-        f" top-fail {m.judge_top_fail_rate_run:.0%}"
-        if m.judge_top_fail_rate_run is not None
-        else ""
-    )
-    tied = (
-        f" tied-shorter {m.judge_tied_shorter_run:.2f}"
-        if m.judge_tied_shorter_run is not None
-        else ""
-    )
-    return (
-        f"  judge~verifier pairwise {_fmt(m.judge_pairwise)} (run "
-        f"{_fmt(m.judge_pairwise_run)}{ci}, {m.monitor_pairs_run} pairs) tau {tau}{top}{tied}"
-    )
-
-
-def history_summary(history: list[StepMetrics]) -> dict[str, Any]:
-    """What a run's summary says about its steps' rewards (first/last, no-signal steps, ...)."""
-    rewards = [m.reward_mean for m in history if m.reward_mean is not None]
-    return {
-        "reward_first": rewards[0] if rewards else None,
-        "reward_last": rewards[-1] if rewards else None,
-        "no_signal_steps": sum(bool(m.no_signal) for m in history),
-        "hack_penalized": sum(int(m.hack_penalized or 0) for m in history),
-        "forced_no_signal_steps": sum(bool(m.forced_no_signal) for m in history),
-        "skipped_no_signal_steps": sum(bool(m.skipped_no_signal) for m in history),
-        "judge_below_chance_steps": sum(bool(m.judge_below_chance) for m in history),
-        "reward_per_step": [
-            {
-                "reward_mean": m.reward_mean,
-                "judge_score_mean": m.judge_score_mean,
-                "verifiable_mean": m.verifiable_mean,
-                "success_rate": m.success_rate,
-            }
-            for m in history
-        ],
-    }
-
-
-def _fmt(x: float | None) -> str:
-    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.3f}"

@@ -178,3 +178,30 @@ class _Main:
 
     def broadcast(self, value):
         return value
+
+
+def test_the_cut_a_step_trained_at_is_in_its_metrics_row_and_step_line(tmp_path: Path):
+    from dataclasses import replace
+
+    from trainer_helpers import save_tiny_model, tiny_config
+
+    from rankgym.step_metrics import StepMetrics
+    from rankgym.trainer.loop import Trainer
+    from rankgym.trainer.step_report import step_line
+
+    install_fake_judge()
+    raw = tiny_config(save_tiny_model(tmp_path / "tiny"), tmp_path / "run", steps=1,
+                      reward={"kind": "judge", "judge_threshold": 0.4},
+                      monitor={"guard": "off"})  # fmt: skip
+    t = Trainer(validate_config(raw, TrainConfig), progress=False, echo=lambda _m: None)
+    t.setup()
+    try:
+        m = t.step(0)
+        (row,) = t.store.steps(t.run_id)
+    finally:
+        t.store.close()
+    assert m.judge_cut == 0.4 and row["metrics"]["judge_cut"] == 0.4
+    assert "  cut 0.40" in step_line(m, 0, 1)
+    assert StepMetrics.from_dict(m.to_dict()).judge_cut == 0.4
+    graded = replace(m, judge_cut=None)
+    assert "judge_cut" not in graded.to_dict() and " cut " not in step_line(graded, 0, 1)

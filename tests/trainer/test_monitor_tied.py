@@ -6,7 +6,7 @@ from rankgym.step_metrics import StepMetrics
 from rankgym.trainer.config import MonitorSection
 from rankgym.trainer.monitor import JudgeMonitor
 from rankgym.trainer.monitor_tied import tied_shorter, tied_unit
-from rankgym.trainer.rewards import monitor_line
+from rankgym.trainer.step_report import monitor_line
 from rankgym.types import Group, Judgement, Message, Trajectory, TrajectoryScore
 
 

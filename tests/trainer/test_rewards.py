@@ -21,11 +21,9 @@ from rankgym.trainer.rewards import (
     StepRewards,
     blend_reward,
     build_reward,
-    history_summary,
     judge_verdict,
-    step_line,
-    step_metrics,
 )
+from rankgym.trainer.step_report import history_summary, step_line, step_metrics
 from rankgym.types import Group, Judgement, Message, Trajectory, TrajectoryScore
 
 
