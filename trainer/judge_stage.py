@@ -209,8 +209,10 @@ def run_judge_train_stage(
     if summary.get("stopped_on_time_cap"):
         say(time_cap_line(summary))
     check = stage_check(summary, jt.min_pairwise, jt.max_tied_shorter)
+    unused = falls_back(cfg) and not check["passed"]  # the configured judge stays: fit no cut
+    cut = None if unused else fit_judge_cut(cfg, summary["judge"], store, say)
     result = {"judge": summary["judge"], "check": check, "rollout": rollout, "summary": summary,
-              "cut": fit_judge_cut(cfg, summary["judge"], store, say)}  # fmt: skip
+              "cut": cut}  # fmt: skip
     _write_stage(stage_file, result)
     ci = check["pairwise_accuracy_ci"] or [float("nan")] * 2
     say(

@@ -205,3 +205,31 @@ def test_the_cut_a_step_trained_at_is_in_its_metrics_row_and_step_line(tmp_path:
     assert StepMetrics.from_dict(m.to_dict()).judge_cut == 0.4
     graded = replace(m, judge_cut=None)
     assert "judge_cut" not in graded.to_dict() and " cut " not in step_line(graded, 0, 1)
+
+
+@pytest.mark.parametrize("passed", [True, False])
+def test_the_stage_fits_no_cut_for_a_judge_the_run_will_not_use(
+    passed: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """``reward_when_passed``: a judge that failed its check leaves GRPO on the configured judge,
+    so the stage spends no judging pass on fitting its cut (test doubles for the rollout,
+    training and check; the fit's own path: the tests above)."""
+    from rankgym.trainer import judge_stage
+
+    raw = _config(tmp_path, judge_threshold="fit")
+    raw["reward"]["kind"] = "judge+verifiable"
+    raw["judge_train"]["reward_when_passed"] = "judge"
+    cfg = validate_config(raw, TrainConfig)
+    fits: list[str] = []
+    monkeypatch.setattr(judge_stage, "rollout_judge_data", lambda *a, **k: [])
+    monkeypatch.setattr(
+        judge_stage, "run_judge_train", lambda job: {"judge": "local/smollm2@J", "train_pairs": 40}
+    )
+    monkeypatch.setattr(judge_stage, "stage_check", lambda *a: {
+        "passed": passed, "pairwise_accuracy": 0.9, "pairwise_accuracy_ci": [0.8, 1.0],
+        "heldout_pairs": 30})  # fmt: skip
+    monkeypatch.setattr(judge_stage, "tie_clause", lambda check: "")
+    monkeypatch.setattr(judge_stage, "fit_judge_cut", lambda *a: fits.append(a[1]) or {"cut": 0.5})
+    (tmp_path / "run" / "judge_train").mkdir(parents=True)  # the rollout's folder
+    res = judge_stage.run_judge_train_stage(cfg, tmp_path / "sft", tmp_path / "run")
+    assert (res["cut"] is not None) == passed and fits == (["local/smollm2@J"] if passed else [])
