@@ -79,7 +79,7 @@ def main() -> None:
     )
     ap.add_argument(
         "--judge-threshold",
-        type=lambda v: v if v == "fit" else float(v),
+        type=_cut,
         default=None,
         metavar="CUT|fit",
         help="[reward] judge_threshold of every judged arm: train on the judge's verdict "
@@ -279,6 +279,19 @@ def _judge_train_record(tr) -> dict | None:  # type: ignore[no-untyped-def]
     keep = ("train_pairs", "heldout_pairs", "data", "train_seconds", "stopped_on_time_cap")
     return {"judge": jt.get("judge"), "check": jt.get("check"), "rollout": jt.get("rollout"),
             "cut": jt.get("cut"), "summary": {k: summary.get(k) for k in keep if k in summary}}  # fmt: skip
+
+
+def _cut(value: str) -> str | float:
+    """``--judge-threshold``: ``fit`` or a number in [0, 1]."""
+    if value == "fit":
+        return value
+    try:
+        cut = float(value)
+    except ValueError:
+        cut = float("nan")
+    if not 0.0 <= cut <= 1.0:
+        raise argparse.ArgumentTypeError(f"{value!r}: give a number in [0, 1] or 'fit'")
+    return cut
 
 
 def _slug(arm: str) -> str:
