@@ -74,9 +74,10 @@ def fit_cut(scores: Sequence[float], passed: Sequence[bool]) -> FittedCut:
     best = max(cuts, key=lambda c: (-sum(errors(c)), c))
     missed, false_pass = errors(best)
     auroc = None
-    if pos and neg:
-        wins = sum((p > n) + 0.5 * (p == n) for p in pos for n in neg)
-        auroc = wins / (len(pos) * len(neg))
+    if pos and neg:  # Mann-Whitney U / (n_pos n_neg): P(pass scores above a failure), ties half
+        from scipy.stats import mannwhitneyu
+
+        auroc = float(mannwhitneyu(pos, neg).statistic) / (len(pos) * len(neg))
     return FittedCut(
         cut=best,
         accuracy=1 - (missed + false_pass) / len(scores),

@@ -306,7 +306,6 @@ class Trainer:
         groups, timing = self._rollout_and_judge(step)
         watched = watch_judge(self, step, groups)  # may stop the run or drop the judge
         sr = self.reward.score(groups)
-        cut = self.reward.judge_threshold if self.reward.needs_judge else None  # what sr read
         adv = group_advantages(sr.rewards, cfg.reward.scale_rewards)
         watched |= watch_signal(self, step, groups, adv.values)  # may stop or skip (no_signal.py)
         skipped = bool(watched.get("skipped_no_signal"))  # judge noise only: no update at all
@@ -348,7 +347,7 @@ class Trainer:
             lr=float(self.scheduler.get_last_lr()[0]),
             timing=timing,
             bf16=self.ctx.bf16,
-            judge_cut=cut,
+            judge_cut=self.reward.judge_threshold,  # the cut score() read (None: graded)
         )
         if self.sync is not None:
             metrics = replace(metrics, extra=dict(self.sync.last))
