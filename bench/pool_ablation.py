@@ -73,6 +73,8 @@ def pooled(strata: list[dict[str, Table]], base: str, peer: str, arm: str, n_boo
         import numpy as np
 
         vals = [b[i] for b in boots if b[i] == b[i]]  # nan-free (a resample with no peer gain)
+        if not vals:  # the peer gained nothing in any resample: no ratio to bound
+            return [float("nan")] * 2
         return [float(x) for x in np.percentile(vals, [2.5, 97.5])]
 
     n = sum(len(t[base][k]) for t, ks in zip(strata, keys, strict=True) for k in ks)

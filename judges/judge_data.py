@@ -178,7 +178,7 @@ def task_pools(
     pools: dict[tuple[str, str], dict[str, tuple[str, Trajectory]]] = defaultdict(dict)
     for name, store in stores.items():
         for _, t in _trajectories(store, runs):
-            if (t.verifiable_reward is None and not t.truncated) or t.error:
+            if t.verifier_outcome() is None:
                 continue
             key = t.content_hash() if dedupe else f"{name}|{t.id}"
             pools[(t.env_id, t.task_id)].setdefault(key, (name, t))

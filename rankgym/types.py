@@ -180,6 +180,16 @@ class Trajectory(_Model):
     truncated: bool = False
     error: str | None = None
 
+    def verifier_outcome(self) -> float | None:
+        """The verifier's label of this episode: its ``verifiable_reward``; 0.0 for one cut at
+        its turn limit before it answered (``truncated``: "never answers" is a failure); None
+        (unlabelled) for one that errored or has no reward. Says nothing about the judge."""
+        if self.error:
+            return None
+        if self.verifiable_reward is None:
+            return 0.0 if self.truncated else None
+        return float(self.verifiable_reward)
+
     def content_hash(self) -> str:
         """Hash of what the judge sees (messages only), independent of ids and metrics."""
         return content_hash([m.to_openai() for m in self.messages])

@@ -117,10 +117,11 @@ def labelled_scores(
     for g, j in zip(groups, js, strict=True):
         by_id = {s.trajectory_id: s.score for s in j.scores} if j.status == "ok" else {}
         for t in g.trajectories:
-            if t.id not in by_id or t.error or (t.verifiable_reward is None and not t.truncated):
+            outcome = t.verifier_outcome()
+            if t.id not in by_id or outcome is None:
                 continue
             scores.append(by_id[t.id])
-            passed.append(t.verifiable_reward is not None and t.verifiable_reward >= pass_at)
+            passed.append(outcome >= pass_at)
     return scores, passed
 
 

@@ -105,3 +105,19 @@ def test_validation_rejects_bad_outside_input():
         TrajectoryScore(trajectory_id="a", score=1.5)
     with pytest.raises(ValidationError):
         Trajectory.from_dict({"env_id": "e", "task_id": "t", "messages": [], "surprise": 1})
+
+
+@pytest.mark.parametrize(
+    ("reward", "truncated", "error", "outcome"),
+    [
+        (1.0, False, None, 1.0),
+        (0.25, True, None, 0.25),  # a reward given at the limit is the verifier's own label
+        (None, True, None, 0.0),  # cut at the turn limit before answering: a failure
+        (None, False, None, None),  # never scored: unlabelled
+        (1.0, False, "env crashed", None),  # an error is no label, whatever the reward says
+        (None, True, "timeout", None),
+    ],
+)
+def test_verifier_outcome_labels_what_the_judge_data_and_cut_may_learn_from(reward, truncated, error, outcome):  # fmt: skip
+    t = _trajectory().model_copy(update={"verifiable_reward": reward, "truncated": truncated, "error": error})  # fmt: skip
+    assert t.verifier_outcome() == outcome
