@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from rankgym.trainer.config import JudgeTrainSection, TrainConfig
-from rankgym.trainer.judge_cut import apply_cut, fit_judge_cut
+from rankgym.trainer.judge_cut import FIT, apply_cut, fit_judge_cut
 from rankgym.trainer.judge_job import TooFewPairs
 from rankgym.trainer.judge_pipeline import JudgeTrainJob, run_judge_train, time_cap_line
 from rankgym.trainer.judge_stage_check import (
@@ -209,10 +209,8 @@ def run_judge_train_stage(
     if summary.get("stopped_on_time_cap"):
         say(time_cap_line(summary))
     check = stage_check(summary, jt.min_pairwise, jt.max_tied_shorter)
-    unused = falls_back(cfg) and not check["passed"]  # the configured judge stays: fit no cut
-    cut = None if unused else fit_judge_cut(cfg, summary["judge"], store, say)
-    result = {"judge": summary["judge"], "check": check, "rollout": rollout, "summary": summary,
-              "cut": cut}  # fmt: skip
+    # no "cut" yet: :func:`stage_cut` fits it once GRPO is known to use this judge
+    result = {"judge": summary["judge"], "check": check, "rollout": rollout, "summary": summary}
     _write_stage(stage_file, result)
     ci = check["pairwise_accuracy_ci"] or [float("nan")] * 2
     say(
@@ -318,7 +316,7 @@ def judge_train_stage(trainer: Any) -> None:
     ))  # fmt: skip
     if not swaps_judge(cfg):
         return
-    judge, check, cut = res["judge"], res["check"], res.get("cut")
+    judge, check, cut = res["judge"], res["check"], None
     if judge is None:  # too little data to check a judge: none trained, the configured one stays
         trainer.judge_check = None
         _maybe_judge_only(trainer, check)
@@ -334,7 +332,7 @@ def judge_train_stage(trainer: Any) -> None:
         if refreshed:
             judge, check = refreshed[-1]["judge"], refreshed[-1]["check"]
             # the newest fitted cut, as the run had it (a refresh that fitted none kept the last)
-            cut = next((r["cut"] for r in reversed(refreshed) if r.get("cut")), cut)
+            cut = next((r["cut"] for r in reversed(refreshed) if r.get("cut")), None)
             trainer.judge_train = {**res, "refresh": refreshed[-1]}
             trainer.echo(f"resume: judging with the judge refreshed after step {refreshed[-1]['after_step']}")  # fmt: skip
     _use_judge(trainer, judge)
@@ -349,7 +347,30 @@ def judge_train_stage(trainer: Any) -> None:
             write_json_atomic(trainer.out / "judge_check.json", trainer.judge_check)
     _maybe_judge_only(trainer, res["check"])
     if trainer.spec is not None and trainer.spec.model == judge:  # not fallen back
-        apply_cut(trainer, cut)  # after _maybe_judge_only, which may rebuild the reward
+        # after _maybe_judge_only, which may rebuild the reward
+        apply_cut(trainer, cut if cut is not None else stage_cut(trainer, res))
+
+
+def stage_cut(trainer: Any, res: dict[str, Any]) -> dict[str, Any] | None:
+    """With ``judge_threshold = "fit"``: the cut of the stage's judge, fitted on its rollout
+    (:func:`fit_judge_cut`) the first time a run is known to judge GRPO's groups with it, after
+    the on-policy and calibration checks, so a fallen-back run spends no judging pass on it.
+    Kept in ``stage.json`` (``"cut"``, None when there was no boundary) and read from there on
+    resume. None when the setting is off."""
+    if trainer.cfg.reward.judge_threshold != FIT:
+        return None
+    if "cut" not in res:
+        out = Path(trainer.out) / "judge_train"
+
+        def fit() -> dict[str, Any] | None:
+            cut = fit_judge_cut(trainer.cfg, res["judge"], out / "data" / "rollout.db", trainer.echo)  # fmt: skip
+            _write_stage(out / STAGE_FILE, {**res, "cut": cut})
+            return cut
+
+        res["cut"] = _on_main(trainer, fit)
+        if isinstance(trainer.judge_train, dict):
+            trainer.judge_train["cut"] = res["cut"]
+    return res["cut"]
 
 
 def _maybe_judge_only(trainer: Any, check: dict[str, Any]) -> None:

@@ -207,29 +207,58 @@ def test_the_cut_a_step_trained_at_is_in_its_metrics_row_and_step_line(tmp_path:
     assert "judge_cut" not in graded.to_dict() and " cut " not in step_line(graded, 0, 1)
 
 
-@pytest.mark.parametrize("passed", [True, False])
-def test_the_stage_fits_no_cut_for_a_judge_the_run_will_not_use(
-    passed: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("on_policy", "calibration", "fits"),
+    [(True, "ok", True), (False, "ok", False), (True, "warn", False)],
+)
+def test_the_cut_is_fitted_only_for_a_judge_the_run_will_use_and_kept_for_resume(
+    on_policy: bool, calibration: str, fits: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
-    """``reward_when_passed``: a judge that failed its check leaves GRPO on the configured judge,
-    so the stage spends no judging pass on fitting its cut (test doubles for the rollout,
-    training and check; the fit's own path: the tests above)."""
-    from rankgym.trainer import judge_stage
+    """``reward_when_passed``: a judge that fails its on-policy check or its calibration
+    judge-check leaves GRPO on the configured judge, so no judging pass is spent fitting its cut;
+    a used judge's cut is fitted once, kept in stage.json, and read from there on resume (test
+    doubles for the stage, the fit and the calibration check; the fit's own path: above)."""
+    from rankgym.trainer import judge_stage, preflight
 
     raw = _config(tmp_path, judge_threshold="fit")
     raw["reward"]["kind"] = "judge+verifiable"
     raw["judge_train"]["reward_when_passed"] = "judge"
     cfg = validate_config(raw, TrainConfig)
-    fits: list[str] = []
-    monkeypatch.setattr(judge_stage, "rollout_judge_data", lambda *a, **k: [])
-    monkeypatch.setattr(
-        judge_stage, "run_judge_train", lambda job: {"judge": "local/smollm2@J", "train_pairs": 40}
-    )
-    monkeypatch.setattr(judge_stage, "stage_check", lambda *a: {
-        "passed": passed, "pairwise_accuracy": 0.9, "pairwise_accuracy_ci": [0.8, 1.0],
-        "heldout_pairs": 30})  # fmt: skip
-    monkeypatch.setattr(judge_stage, "tie_clause", lambda check: "")
-    monkeypatch.setattr(judge_stage, "fit_judge_cut", lambda *a: fits.append(a[1]) or {"cut": 0.5})
-    (tmp_path / "run" / "judge_train").mkdir(parents=True)  # the rollout's folder
-    res = judge_stage.run_judge_train_stage(cfg, tmp_path / "sft", tmp_path / "run")
-    assert (res["cut"] is not None) == passed and fits == (["local/smollm2@J"] if passed else [])
+    out, sft = tmp_path / "run", tmp_path / "sft"
+    (out / "judge_train").mkdir(parents=True)
+    sft.mkdir()
+    (sft / "adapter_config.json").write_text("{}")
+    check = {"passed": on_policy, "pairwise_accuracy": 0.9, "pairwise_accuracy_ci": [0.8, 1.0],
+             "heldout_pairs": 30, "min_pairwise": 0.5}  # fmt: skip
+    stage_file = out / "judge_train" / "stage.json"
+
+    def stage(*_a, reuse: bool = False, **_k):
+        if reuse and stage_file.is_file():
+            return json.loads(stage_file.read_text())
+        res = {"judge": "local/smollm2@J", "check": check}
+        stage_file.write_text(json.dumps(res))
+        return res
+
+    fitted: list[str] = []
+    monkeypatch.setattr(judge_stage, "run_judge_train_stage", stage)
+    monkeypatch.setattr(judge_stage, "fit_judge_cut", lambda *a: fitted.append(a[1]) or {"cut": 0.61})  # fmt: skip
+    monkeypatch.setattr(preflight, "judge_preflight", lambda *_a, **_k: {"decision": calibration})
+
+    def run(resume: bool) -> SimpleNamespace:
+        t = SimpleNamespace(cfg=cfg, reward=build_reward(cfg.reward), out=out, init_adapter=sft,
+                            resume=resume, progress=False, echo=lambda _m: None, force=False,
+                            spec=None, judge_train=None, judge_check=None,
+                            dist=SimpleNamespace(main=True, broadcast=lambda o: o))  # fmt: skip
+        judge_stage.judge_train_stage(t)
+        return t
+
+    t = run(resume=False)
+    assert fitted == (["local/smollm2@J"] if fits else [])
+    assert t.reward.judge_threshold == (0.61 if fits else None)
+    assert t.spec.model == ("local/smollm2@J" if fits else cfg.judge.model)
+    if fits:
+        assert json.loads(stage_file.read_text())["cut"] == {"cut": 0.61} == t.judge_train["cut"]
+        again = run(resume=True)  # read from stage.json, not fitted again
+        assert fitted == ["local/smollm2@J"] and again.reward.judge_threshold == 0.61
+    else:
+        assert "cut" not in json.loads(stage_file.read_text())
