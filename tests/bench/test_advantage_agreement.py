@@ -1,0 +1,82 @@
+"""bench/advantage_agreement.py: the cosine between a judge reward's group-centred advantages
+and the verifier's, read from a run's stored judgements."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rankgym.judges.spec import default_spec
+from rankgym.store import Store
+from rankgym.types import Group, Judgement, Message, Trajectory, TrajectoryScore
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _module():
+    path = REPO / "bench" / "advantage_agreement.py"
+    spec = importlib.util.spec_from_file_location("advantage_agreement", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+adv = _module()
+
+
+def test_a_judge_that_ranks_as_the_verifier_scores_plus_one_and_reversed_minus_one():
+    groups = [([0.9, 0.2, 0.1], [1.0, 0.0, 0.0]), ([0.3, 0.8], [0.0, 1.0])]
+    assert adv.cosine(groups) == pytest.approx(1.0, abs=0.2)  # graded: close, not exact
+    assert adv.cosine([([1.0, 0.0, 0.0], [1.0, 0.0, 0.0])]) == pytest.approx(1.0)
+    assert adv.cosine([([0.0, 1.0], [1.0, 0.0])]) == pytest.approx(-1.0)
+
+
+def test_no_judge_signal_is_none_and_pushing_where_the_verifier_ties_lowers_the_cosine():
+    assert adv.cosine([([0.4, 0.4], [1.0, 0.0])]) is None  # the rule ties: nothing learned
+    aligned = [([1.0, 0.0], [1.0, 0.0])]
+    noisy = [*aligned, ([1.0, 0.0], [0.0, 0.0])]  # a verifier-tied group the judge splits
+    assert adv.cosine(noisy) == pytest.approx(1 / 2**0.5)
+    assert adv.cosine([([1.0, 0.0], [0.0, 0.0])]) == 0.0  # the verifier has no signal at all
+
+
+@given(st.lists(st.tuples(st.floats(0, 1), st.booleans()), min_size=2, max_size=12))
+def test_the_cosine_is_bounded_and_the_verifier_against_itself_is_one(rows):
+    judge, verifier = [s for s, _ in rows], [float(p) for _, p in rows]
+    c = adv.cosine([(judge, verifier)])
+    assert c is None or -1.0 - 1e-9 <= c <= 1.0 + 1e-9
+    if 0 < sum(verifier) < len(verifier):
+        assert adv.cosine([(verifier, verifier)]) == pytest.approx(1.0)
+
+
+def test_a_store_read_step_by_step_with_fitted_cuts(tmp_path: Path):
+    store = Store(tmp_path / "s.db")
+    spec = default_spec("fakejudge/m", rubric="r")
+    store.put_judge_spec(spec)
+    for step, (scores, rewards) in enumerate([([0.9, 0.6, 0.1], [1.0, None, 0.0]),
+                                               ([0.7, 0.2, 0.5], [0.0, 1.0, 0.0])]):  # fmt: skip
+        trs = [Trajectory(env_id="e", task_id=f"t{step}", verifiable_reward=r,
+                          truncated=r is None, messages=[Message(role="user", content=str(i))])
+               for i, r in enumerate(rewards)]  # fmt: skip
+        g = Group(run_id="r", step=step, env_id="e", task_id=f"t{step}", trajectories=trs)
+        store.put_group(g)
+        store.put_judgement(Judgement(group_id=g.id, spec_hash=spec.spec_hash, scores=[
+            TrajectoryScore(trajectory_id=t.id, score=s) for t, s in zip(trs, scores, strict=True)]))  # fmt: skip
+    jt = tmp_path / "judge_train"
+    jt.mkdir()
+    (jt / "stage.json").write_text(json.dumps({"cut": {"cut": 0.8}}))
+    (jt / "refreshes.json").write_text(json.dumps([{"cut": None}]))  # keeps 0.8
+    cuts = adv.fitted_cuts(jt)
+    assert cuts == [0.8, 0.8]
+    rows = adv.report(adv.step_groups(store, "r"), cuts)
+    store.close()
+    # step 1: the truncated episode is a failure; the judge's top passes and is the verifier's
+    assert rows[0]["cut"] == pytest.approx(1.0) and rows[0]["top1"] == pytest.approx(1.0)
+    # step 2: the judge's top (0.7) failed; nothing reaches the cut
+    assert rows[1]["cut"] is None and rows[1]["top1"] == pytest.approx(-0.5)
+    assert rows[1]["graded"] < 0 and rows[1]["threshold"] == 0.8
