@@ -182,6 +182,10 @@ MONITOR_CHARTS: dict[str, dict[str, str]] = {
         "judge_top_fail_rate": "this step",
         "judge_top_fail_rate_run": "running",
     },
+    "signal": {
+        "judge_signal": "this step",
+        "judge_signal_run": "running",
+    },
     "judge_split": {
         "judge_split_start": "SFT start",
         "judge_split_reward": "after this step",

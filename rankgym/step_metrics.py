@@ -110,6 +110,11 @@ class StepMetrics:
     """Share of those where the judge scored the shorter higher (ties half; indifferent 0.5)."""
     monitor_tied_pairs_run: int | None = None
     judge_tied_shorter_run: float | None = None
+    judge_signal: float | None = None
+    """Cosine between the step's group-centred judge reward (the score, or the verdict at
+    ``judge_cut``) and the verifier's (``trainer/monitor_signal.py``): +1 the judge pushes as the
+    verifier does, 0 none of it, below 0 against it; None: the judge's reward tied every group."""
+    judge_signal_run: float | None = None
     guard_stopped: bool | None = None
     """True on the step where the judge guard stopped the run (no update was made)."""
     judge_below_chance: bool | None = None

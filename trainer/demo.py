@@ -248,6 +248,7 @@ def monitor_fields(mon: dict[str, Any] | None) -> dict[str, Any]:
         "judge_monitor_groups": mon.get("groups"),
         "judge_tied_shorter": mon.get("tied_shorter"),
         "judge_monitor_tied_pairs": mon.get("tied_pairs"),
+        "judge_signal": mon.get("signal"),
         "judge_below_chance": mon.get("below_chance"),
         "judge_dropped_at_step": mon.get("dropped_at_step"),
     }
@@ -264,6 +265,7 @@ def monitor_sentence(mon: dict[str, Any] | None) -> str:
     tau = "undefined" if mon.get("tau") is None else f"{mon['tau']:+.2f}"
     top = mon.get("top_fail_rate")
     tied = mon.get("tied_shorter")
+    signal = mon.get("signal")
     return (
         f"judge monitor (judge vs verifier on this policy's GRPO groups, {mon['pairs']} pairs in "
         f"{mon['groups']} groups): pairwise {mon['pairwise']:.2f}{ci(mon.get('pairwise_ci'), '.2f')}"
@@ -277,6 +279,12 @@ def monitor_sentence(mon: dict[str, Any] | None) -> str:
             f"; of {mon['tied_pairs']} pairs the verifier ties it preferred the shorter "
             f"{tied:.2f} (0.5 = no length lean)"
             if tied is not None
+            else ""
+        )
+        + (
+            f"; its reward pushed {signal:+.2f} of the way the verifier's did (cosine of the "
+            "group-centred rewards; +1 = as the verifier)"
+            if signal is not None
             else ""
         )
         + (

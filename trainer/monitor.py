@@ -20,6 +20,10 @@ run (and over the last ``window`` steps), with 95% cluster-bootstrap CIs over gr
   but GRPO follows the judge inside them: near 0.5 the judge is indifferent there; well above
   it, a judge-only reward pays the policy for stopping early (session 4's arm: 0.61, mean turns
   3.43 -> 2.48). Not used by the guard.
+- ``signal``: the cosine between the group-centred judge reward (the score, or the verdict at
+  the step's cut) and the verifier's, over every judged group, constant-reward groups included
+  (``monitor_signal.py``): how much of the verifier's push the judge's reward makes (+1 all of
+  it, 0 none, None no judge signal at all). Not used by the guard.
 
 **Guard** (``[monitor] guard``; ``auto`` = on when ``reward.kind = "judge"``). After a step's
 groups are judged and before the update, the run stops (:class:`JudgeGuardStop`) when the
@@ -67,6 +71,7 @@ import numpy as np
 
 from rankgym.errors import RankgymError
 from rankgym.judges.metrics import aggregate, none_if_nan
+from rankgym.trainer.monitor_signal import SignalUnit, judge_signal, signal_unit
 from rankgym.trainer.monitor_tied import TiedUnit, tied_shorter, tied_unit
 from rankgym.trainer.no_signal import (  # re-exported: one import path for the monitor's API
     NoSignalStep,
@@ -88,10 +93,13 @@ __all__ = [
     "JudgeMonitor",
     "MonitorStep",
     "NoSignalStep",
+    "SignalUnit",
     "TiedUnit",
     "agreement",
     "check_failed",
     "group_unit",
+    "judge_signal",
+    "signal_unit",
     "tied_shorter",
     "tied_unit",
     "no_signal_message",
@@ -313,6 +321,9 @@ class MonitorStep:
     tied: tuple[int, float | None] = (0, None)
     tied_run: tuple[int, float | None] = (0, None)
     """:func:`tied_shorter` of this step's groups and over the run."""
+    signal: float | None = None
+    signal_run: float | None = None
+    """:func:`judge_signal` of this step's groups and over the run."""
 
     def metrics(self) -> dict[str, Any]:
         """The flat ``StepMetrics`` fields (``judge_*`` / ``monitor_*``)."""
@@ -328,6 +339,7 @@ class MonitorStep:
         for suffix, (n, rate) in (("", self.tied), ("_run", self.tied_run)):
             out[f"monitor_tied_pairs{suffix}"] = n
             out[f"judge_tied_shorter{suffix}"] = rate
+        out["judge_signal"], out["judge_signal_run"] = self.signal, self.signal_run
         out["guard_stopped"] = self.stop is not None
         out["judge_below_chance"] = self.below is not None
         return out
@@ -351,13 +363,19 @@ class JudgeMonitor:
         )
         self.units: list[GroupUnit] = []
         self.tied: list[TiedUnit] = []
+        self.signal: list[SignalUnit] = []
         self.dropped_at: int | None = None
         """The step (1-based) at which ``below_chance = "drop"`` took the judge out, else None."""
 
     def add(
-        self, step: int, groups: Sequence[Group], rankings: dict[str, list[dict[str, float]]]
+        self,
+        step: int,
+        groups: Sequence[Group],
+        rankings: dict[str, list[dict[str, float]]],
+        cut: float | None = None,
     ) -> list[GroupUnit]:
-        """Record the units of ``groups`` (``rankings``: group id -> its rankings, oldest first)."""
+        """Record the units of ``groups`` (``rankings``: group id -> its rankings, oldest first;
+        ``cut``: the cut the step's reward reads the judge's scores at, None: graded)."""
         new = [
             u
             for g in groups
@@ -367,13 +385,19 @@ class JudgeMonitor:
         self.units = [u for u in self.units if u.step != step] + new  # a step seen again replaces
         tied = [tu for g in groups if (tu := tied_unit(g, step)) is not None]
         self.tied = [u for u in self.tied if u.step != step] + tied
+        signal = [su for g in groups if (su := signal_unit(g, step, cut)) is not None]
+        self.signal = [u for u in self.signal if u.step != step] + signal
         return new
 
     def observe(
-        self, step: int, groups: Sequence[Group], rankings: dict[str, list[dict[str, float]]]
+        self,
+        step: int,
+        groups: Sequence[Group],
+        rankings: dict[str, list[dict[str, float]]],
+        cut: float | None = None,
     ) -> MonitorStep:
         """Add the step's units, measure, and decide whether the guard stops the run."""
-        new = self.add(step, groups, rankings)
+        new = self.add(step, groups, rankings, cut)
         s = self.settings
         seed = self.seed + step
         now = agreement(new, s.resamples, seed)
@@ -398,12 +422,15 @@ class JudgeMonitor:
                 )
             break
         tied = tied_shorter([u for u in self.tied if u.step == step])
-        return MonitorStep(step, now, running, recent, self.guard_on, stop, below, tied, tied_shorter(self.tied))  # fmt: skip
+        signal = judge_signal([u for u in self.signal if u.step == step])
+        return MonitorStep(step, now, running, recent, self.guard_on, stop, below, tied,
+                           tied_shorter(self.tied), signal, judge_signal(self.signal))  # fmt: skip
 
     def summary(self) -> dict[str, Any]:
         """The run-wide numbers (``rankgym train``'s summary, ``rankgym demo --json``)."""
         a = agreement(self.units, self.settings.resamples, self.seed)
         n, rate = tied_shorter(self.tied)
         low = _shown_below_chance(a, self.settings.min_pairs, self.settings.min_groups)
-        return {**a.to_dict(), "tied_pairs": n, "tied_shorter": rate, "guard": self.guard_on,
+        return {**a.to_dict(), "tied_pairs": n, "tied_shorter": rate,
+                "signal": judge_signal(self.signal), "guard": self.guard_on,
                 "below_chance": low, "dropped_at_step": self.dropped_at}  # fmt: skip

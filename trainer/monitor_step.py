@@ -64,7 +64,8 @@ def start_monitor(trainer: Trainer) -> JudgeMonitor:
 
     cfg, start = trainer.cfg, trainer.start_step  # cfg: [judge_train] may have set the reward
     monitor = JudgeMonitor(cfg.monitor, cfg.reward.kind, trainer.success_threshold, cfg.seed)
-    restore(monitor, trainer.store, stored_manifests(trainer.out, start))
+    cuts = {r["step"]: (r.get("metrics") or {}).get("judge_cut") for r in trainer.store.steps(trainer.run_id)}  # fmt: skip
+    restore(monitor, trainer.store, stored_manifests(trainer.out, start), cuts)
     monitor.dropped_at = judge_dropped_at(trainer.store, trainer.run_id, start)
     if monitor.dropped_at:
         trainer.reward = trainer.reward.without_judge() or trainer.reward
@@ -72,12 +73,16 @@ def start_monitor(trainer: Trainer) -> JudgeMonitor:
 
 
 def restore(
-    monitor: JudgeMonitor, store: Any, manifests: Sequence[tuple[int, dict[str, Any]]]
+    monitor: JudgeMonitor,
+    store: Any,
+    manifests: Sequence[tuple[int, dict[str, Any]]],
+    cuts: dict[int, float | None] | None = None,
 ) -> None:
-    """Refill ``monitor`` with the steps a resumed run already did (their step manifests)."""
+    """Refill ``monitor`` with the steps a resumed run already did (their step manifests;
+    ``cuts``: step -> the judge cut its logged row recorded, None or missing: graded)."""
     for step, saved in manifests:
         groups = [store.get_group(gid, saved.get("spec_hash")) for gid in saved["group_ids"]]
-        monitor.add(step, groups, rankings_of(store, groups))
+        monitor.add(step, groups, rankings_of(store, groups), (cuts or {}).get(step))
 
 
 def watch_judge(trainer: Trainer, step: int, groups: list[Group]) -> dict[str, Any]:
@@ -93,7 +98,8 @@ def watch_judge(trainer: Trainer, step: int, groups: list[Group]) -> dict[str, A
     cfg = trainer.cfg
     if trainer.monitor is None:
         return out
-    mon = trainer.monitor.observe(step, groups, rankings_of(trainer.store, groups))
+    cut = getattr(trainer.reward, "judge_threshold", None)  # what the step's reward reads
+    mon = trainer.monitor.observe(step, groups, rankings_of(trainer.store, groups), cut)
     out.update(mon.metrics())
     if mon.stop:
         row = {"policy": trainer.policy_name(step), "reward_kind": cfg.reward.kind, **out}

@@ -118,8 +118,8 @@ def step_line(m: StepMetrics, k: int, steps: int) -> str:
 
 
 def monitor_line(m: StepMetrics) -> str:
-    """``  judge~verifier pairwise 0.62 (run 0.58 [0.49, 0.66]) tau +0.21 top-fail 25%``; ""
-    when the step has no monitor numbers."""
+    """``  judge~verifier pairwise 0.62 (run 0.58 [0.49, 0.66]) tau +0.21 top-fail 25%
+    tied-shorter 0.40 signal +0.36``; "" when the step has no monitor numbers."""
     if m.monitor_pairs_run is None:
         return ""
     if not m.monitor_pairs_run:
@@ -140,9 +140,11 @@ def monitor_line(m: StepMetrics) -> str:
         if m.judge_tied_shorter_run is not None
         else ""
     )
+    signal = f" signal {m.judge_signal_run:+.2f}" if m.judge_signal_run is not None else ""
     return (
         f"  judge~verifier pairwise {_fmt(m.judge_pairwise)} (run "
         f"{_fmt(m.judge_pairwise_run)}{ci}, {m.monitor_pairs_run} pairs) tau {tau}{top}{tied}"
+        f"{signal}"
     )
 
 

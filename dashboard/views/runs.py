@@ -229,6 +229,12 @@ if monitor:
             monitor["top_fail"], "Judge's top trajectory fails the verifier", "share of groups",
             unit_interval=True, legend_width=200,
         )  # fmt: skip
+    if "signal" in monitor:
+        line_chart(
+            monitor["signal"],
+            "Judge's reward vs the verifier's: share of its push (cosine; +1 = as the verifier)",
+            "cosine", legend_width=200,
+        )  # fmt: skip
     if "judge_split" in monitor:
         line_chart(
             monitor["judge_split"], "Judge split: the verifier's reward on tasks GRPO never draws",

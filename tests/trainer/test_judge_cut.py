@@ -198,9 +198,15 @@ def test_the_cut_a_step_trained_at_is_in_its_metrics_row_and_step_line(tmp_path:
     try:
         m = t.step(0)
         (row,) = t.store.steps(t.run_id)
+        groups = [t.store.get_group(g) for g in t.store.group_ids(run_id=t.run_id, step=0)]
     finally:
         t.store.close()
     assert m.judge_cut == 0.4 and row["metrics"]["judge_cut"] == 0.4
+    # the monitor's signal row reads the judge's scores at that cut, as the reward did
+    from rankgym.trainer.monitor_signal import judge_signal, signal_unit
+
+    at = {c: judge_signal([u for g in groups if (u := signal_unit(g, 0, c)) is not None]) for c in (0.4, None)}  # fmt: skip
+    assert m.judge_signal == at[0.4] and row["metrics"]["judge_signal"] == at[0.4]
     assert "  cut 0.40" in step_line(m, 0, 1)
     assert StepMetrics.from_dict(m.to_dict()).judge_cut == 0.4
     graded = replace(m, judge_cut=None)

@@ -357,9 +357,19 @@ def test_the_runs_page_shows_the_monitor_curves_a_guard_stop_a_judge_below_chanc
                    "judge_pairwise_run_low": 0.2, "judge_pairwise_run_high": 0.95,
                    "judge_tau_run": 0.3, "judge_top_fail_rate": 0.0, "monitor_pairs_run": 10 * (step + 1),
                    "guard_stopped": step == 2, "judge_below_chance": step == 1,
-                   "judge_dropped": step >= 1}  # fmt: skip
+                   "judge_dropped": step >= 1, "judge_signal": 0.6 - 0.3 * step,
+                   "judge_signal_run": None if step == 0 else 0.4}  # fmt: skip
             s.log_step("t", step, row)
     at = runs_page(path, monkeypatch)
+    import pandas as pd
+
+    from rankgym.dashboard.data import monitor_frames
+    from rankgym.step_metrics import StepMetrics
+
+    with Store(path, readonly=True) as s:
+        logged = pd.DataFrame([{"step": r["step"], **StepMetrics.from_dict(r["metrics"]).series()} for r in s.steps("t")]).set_index("step")  # fmt: skip
+    signal = monitor_frames(logged)["signal"]  # the chart "Judge's reward vs the verifier's"
+    assert list(signal.columns) == ["this step", "running"] and signal["this step"].iloc[2] == 0.0
     assert any(h.value == "Judge monitor" for h in at.subheader)
     assert any("judge guard stopped this run at step 2" in e.value for e in at.error)
     assert any("no better than chance at step(s) 1:" in w.value for w in at.warning)

@@ -51,5 +51,5 @@ def test_the_monitor_reports_the_row_per_step_and_over_the_run_in_metrics_and_st
     assert m1["judge_tied_shorter_run"] == 0.5
     assert mon.summary()["tied_shorter"] == 0.5 and mon.summary()["tied_pairs"] == 2
     line = monitor_line(StepMetrics.from_dict({"policy": "p@1", **m1}))
-    assert line.endswith("tied-shorter 0.50")
+    assert "tied-shorter 0.50 signal " in line
     assert StepMetrics.from_dict({"policy": "p", **m1}).to_dict()["judge_tied_shorter_run"] == 0.5
