@@ -282,8 +282,8 @@ def monitor_sentence(mon: dict[str, Any] | None) -> str:
             else ""
         )
         + (
-            f"; its reward pushed {signal:+.2f} of the way the verifier's did (cosine of the "
-            "group-centred rewards; +1 = as the verifier)"
+            f"; its reward made {signal:+.2f} of the verifier's push toward success (cosine "
+            "of the group-centred rewards; +1 = all of it)"
             if signal is not None
             else ""
         )

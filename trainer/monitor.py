@@ -21,9 +21,10 @@ run (and over the last ``window`` steps), with 95% cluster-bootstrap CIs over gr
   it, a judge-only reward pays the policy for stopping early (session 4's arm: 0.61, mean turns
   3.43 -> 2.48). Not used by the guard.
 - ``signal``: the cosine between the group-centred judge reward (the score, or the verdict at
-  the step's cut) and the verifier's, over every judged group, constant-reward groups included
-  (``monitor_signal.py``): how much of the verifier's push the judge's reward makes (+1 all of
-  it, 0 none, None no judge signal at all). Not used by the guard.
+  the step's cut) and the group-centred verifier pass/fail (``success_threshold``), over every
+  judged group, constant-reward groups included (``monitor_signal.py``): how much of the push
+  toward success the judge's reward makes (+1 all of it, 0 none, None no judge signal at all).
+  Not used by the guard.
 
 **Guard** (``[monitor] guard``; ``auto`` = on when ``reward.kind = "judge"``). After a step's
 groups are judged and before the update, the run stops (:class:`JudgeGuardStop`) when the
@@ -385,7 +386,11 @@ class JudgeMonitor:
         self.units = [u for u in self.units if u.step != step] + new  # a step seen again replaces
         tied = [tu for g in groups if (tu := tied_unit(g, step)) is not None]
         self.tied = [u for u in self.tied if u.step != step] + tied
-        signal = [su for g in groups if (su := signal_unit(g, step, cut)) is not None]
+        signal = [
+            su
+            for g in groups
+            if (su := signal_unit(g, step, cut, self.success_threshold)) is not None
+        ]
         self.signal = [u for u in self.signal if u.step != step] + signal
         return new
 

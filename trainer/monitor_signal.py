@@ -1,10 +1,12 @@
-"""The judge monitor's signal row: how much of the verifier's push the judge's reward makes.
+"""The judge monitor's signal row: how much of the push toward success the judge's reward makes.
 
 GRPO trains on each group's advantages: a trajectory's reward minus its group's mean. Per
 judged group, this takes the judge's reward the way the run's reward reads it (the score, or
 the pass/fail verdict at ``[reward] judge_threshold``) and the verifier's label
-(``Trajectory.verifier_outcome``: an episode cut at its turn limit is 0), centres both per
-group, and reports the cosine between the two over a step's trajectories (and over the run):
+(``Trajectory.verifier_outcome``: an episode cut at its turn limit is 0; the monitor uses its
+pass/fail at the env's success threshold, what held-out success counts, since partial credit
+can reward progress on a policy that has stopped succeeding), centres both per group, and
+reports the cosine between the two over a step's trajectories (and over the run):
 
 - **+1**: the judge's reward pushes every trajectory as the verifier's would;
 - **0**: it carries none of the verifier's push (the verifier had none: 0 too);
@@ -15,7 +17,9 @@ group, and reports the cosine between the two over a step's trajectories (and ov
 A group the verifier ties adds the judge's push but none of the verifier's, so a judge that
 separates such a group lowers the cosine: it pushes on what the verifier calls noise, which
 pairwise agreement never sees. Sessions 23-24 (bench/RESULTS.md): a fitted cut agreeing with
-the verifier on 121 of 144 trajectories kept about 0.4 of its push and taught 0.32x as much.
+the verifier on 121 of 144 trajectories kept about 0.4 of the push toward success and taught
+0.32x as much; a fixed cut of 0.5 that taught the policy to fail kept 0.00 and 0.31 (against
+the partial-credit reward it looked as good: 0.23 and 0.55).
 ``trainer/monitor.py`` reports it per step and over the run (``judge_signal``).
 
 What it does not do: weigh trajectories by their tokens or gradients (that is the update, not
@@ -47,10 +51,13 @@ def _centred(values: list[float]) -> list[float]:
     return [v - mean for v in values]
 
 
-def signal_unit(group: Group, step: int, cut: float | None = None) -> SignalUnit | None:
+def signal_unit(
+    group: Group, step: int, cut: float | None = None, pass_at: float | None = None
+) -> SignalUnit | None:
     """The :class:`SignalUnit` of a judged group (None: not judged, or fewer than two
     trajectories with both a score and a verifier label). ``cut``: the verdict ``score >= cut``
-    is the judge's reward; None: the score itself."""
+    is the judge's reward; None: the score itself. ``pass_at``: the verifier's side is its
+    pass/fail (``outcome >= pass_at``, as the monitor compares) instead of its reward."""
     j = group.judgement
     if j is None or j.status != "ok" or not j.scores:
         return None
@@ -63,7 +70,7 @@ def signal_unit(group: Group, step: int, cut: float | None = None) -> SignalUnit
     if len(rows) < 2:
         return None
     judge = _centred([s if cut is None else float(s >= cut) for s, _ in rows])
-    verifier = _centred([v for _, v in rows])
+    verifier = _centred([v if pass_at is None else float(v >= pass_at) for _, v in rows])
     return SignalUnit(
         group.id,
         step,

@@ -1,5 +1,5 @@
-"""bench/advantage_agreement.py: the cosine between a judge reward's group-centred advantages
-and the verifier's, read from a run's stored judgements."""
+"""bench/advantage_agreement.py: the monitor's signal row (tests/trainer/test_monitor_signal.py)
+for three rules over a finished run's stored judgements, step by step."""
 
 from __future__ import annotations
 
@@ -8,8 +8,6 @@ import json
 from pathlib import Path
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from rankgym.judges.spec import default_spec
 from rankgym.store import Store
@@ -28,30 +26,6 @@ def _module():
 
 
 adv = _module()
-
-
-def test_a_judge_that_ranks_as_the_verifier_scores_plus_one_and_reversed_minus_one():
-    groups = [([0.9, 0.2, 0.1], [1.0, 0.0, 0.0]), ([0.3, 0.8], [0.0, 1.0])]
-    assert adv.cosine(groups) == pytest.approx(1.0, abs=0.2)  # graded: close, not exact
-    assert adv.cosine([([1.0, 0.0, 0.0], [1.0, 0.0, 0.0])]) == pytest.approx(1.0)
-    assert adv.cosine([([0.0, 1.0], [1.0, 0.0])]) == pytest.approx(-1.0)
-
-
-def test_no_judge_signal_is_none_and_pushing_where_the_verifier_ties_lowers_the_cosine():
-    assert adv.cosine([([0.4, 0.4], [1.0, 0.0])]) is None  # the rule ties: nothing learned
-    aligned = [([1.0, 0.0], [1.0, 0.0])]
-    noisy = [*aligned, ([1.0, 0.0], [0.0, 0.0])]  # a verifier-tied group the judge splits
-    assert adv.cosine(noisy) == pytest.approx(1 / 2**0.5)
-    assert adv.cosine([([1.0, 0.0], [0.0, 0.0])]) == 0.0  # the verifier has no signal at all
-
-
-@given(st.lists(st.tuples(st.floats(0, 1), st.booleans()), min_size=2, max_size=12))
-def test_the_cosine_is_bounded_and_the_verifier_against_itself_is_one(rows):
-    judge, verifier = [s for s, _ in rows], [float(p) for _, p in rows]
-    c = adv.cosine([(judge, verifier)])
-    assert c is None or -1.0 - 1e-9 <= c <= 1.0 + 1e-9
-    if 0 < sum(verifier) < len(verifier):
-        assert adv.cosine([(verifier, verifier)]) == pytest.approx(1.0)
 
 
 def test_a_store_read_step_by_step_with_fitted_cuts(tmp_path: Path):
@@ -73,7 +47,7 @@ def test_a_store_read_step_by_step_with_fitted_cuts(tmp_path: Path):
     (jt / "refreshes.json").write_text(json.dumps([{"cut": None}]))  # keeps 0.8
     cuts = adv.fitted_cuts(jt)
     assert cuts == [0.8, 0.8]
-    rows = adv.report(adv.step_groups(store, "r"), cuts)
+    rows = adv.report(store, "r", cuts)
     store.close()
     # step 1: the truncated episode is a failure; the judge's top passes and is the verifier's
     assert rows[0]["cut"] == pytest.approx(1.0) and rows[0]["top1"] == pytest.approx(1.0)

@@ -86,7 +86,9 @@ def test_the_monitor_reports_it_per_step_and_over_the_run_at_each_steps_cut():
     # the push the verifier made at step 1 and the judge missed (no signal) counts against it
     assert summary["signal"] == pytest.approx(2**-0.5)
     assert monitor_fields(summary)["judge_signal"] == summary["signal"]
-    assert "its reward pushed +0.71 of the way the verifier's did" in monitor_sentence(summary)
+    assert "its reward made +0.71 of the verifier's push toward success" in monitor_sentence(
+        summary
+    )
     m = StepMetrics.from_dict({"policy": "p", **mon.observe(2, [good], {}).metrics()})
     assert monitor_line(m).endswith(f"signal {m.judge_signal_run:+.2f}")
 
@@ -120,3 +122,9 @@ def test_a_resumed_run_refills_the_signal_at_each_logged_steps_cut():
         mon = JudgeMonitor(MonitorSection(resamples=100), "judge")
         restore(mon, store, [(0, {"group_ids": [g.id]})], cuts)
         assert mon.summary()["signal"] == pytest.approx(expected)
+
+
+def test_against_the_verifiers_pass_fail_partial_credit_is_a_failure():
+    g = _group([(1.0, 0.9), (0.5, 0.1), (0.0, 0.5)])  # 0.5: partial credit, not a success
+    assert _signal([g], cut=0.4) < 1.0  # against the reward, the verdict misses the half-credit
+    assert judge_signal([signal_unit(g, 0, 0.4, pass_at=1.0)]) == pytest.approx(0.5)
