@@ -112,8 +112,9 @@ class StepMetrics:
     judge_tied_shorter_run: float | None = None
     judge_signal: float | None = None
     """Cosine between the step's group-centred judge reward (the score, or the verdict at
-    ``judge_cut``) and the verifier's (``trainer/monitor_signal.py``): +1 the judge pushes as the
-    verifier does, 0 none of it, below 0 against it; None: the judge's reward tied every group."""
+    ``judge_cut``) and the verifier's pass/fail at the success threshold, centred the same way
+    (``trainer/monitor_signal.py``): +1 the judge pushes toward success as the verifier does, 0
+    none of that push, below 0 against it; None: the judge's reward tied inside every group."""
     judge_signal_run: float | None = None
     guard_stopped: bool | None = None
     """True on the step where the judge guard stopped the run (no update was made)."""

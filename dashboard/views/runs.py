@@ -232,7 +232,7 @@ if monitor:
     if "signal" in monitor:
         line_chart(
             monitor["signal"],
-            "Judge's reward vs the verifier's: share of its push (cosine; +1 = as the verifier)",
+            "Judge's reward vs the verifier's pass/fail: the push toward success (cosine; +1 = all)",
             "cosine", legend_width=200,
         )  # fmt: skip
     if "judge_split" in monitor:
@@ -254,8 +254,10 @@ if monitor:
         "often the judge's favourite fails the verifier while a success was in the group (a "
         "gaming signal); running = over the run so far, with 95% bootstrap CIs over groups"
         + (f" ({int(pairs.iloc[-1])} pairs so far)" if pairs is not None and len(pairs) else "")
-        + ". With a judge-only reward the guard stops the run once the running (or recent) "
-        "pairwise CI lies at or below 0.5 (docs/judging.md)."
+        + ". The push toward success: over every judged group, the cosine between the "
+        "judge's reward as GRPO read it and the verifier's pass/fail, each centred per group "
+        "(1 = the verifier's push, 0 = none of it). With a judge-only reward the guard stops "
+        "the run once the running (or recent) pairwise CI lies at or below 0.5 (docs/judging.md)."
     )
 
 kl_cols = pick_columns(logged, "kl") if not logged.empty else []
