@@ -1,19 +1,20 @@
-"""How much of the verifier's GRPO signal a judge's reward keeps, step by step, read from a run's store.
+"""How much of the verifier's push a judge's reward makes, step by step, from a run's store.
 
 For every step of a run, each judged group's trajectories with a verifier label
 (``Trajectory.verifier_outcome``: an episode cut at its turn limit is 0) give two rewards: the
-verifier's pass/fail, and a rule over the judge's stored score. Both are centred per group (GRPO's
-advantage before scaling) and compared over the step's trajectories by their cosine (the judge
-monitor's signal row, ``trainer/monitor_signal.py``, which a run since session 25 also logs
-for the rule it trained on as ``judge_signal``): +1 when the judge's reward would push every trajectory as the verifier's does,
-0 when it carries none of it, below 0 when it pushes against it. A group the verifier ties
-has no verifier advantage, so a judge that separates its trajectories lowers the cosine (it
-pushes on what the verifier calls noise); a step where the judge's rule ties every group has
-no judge signal (printed ``none``). Rules: ``graded`` (the score), ``cut`` (score >= the step's
-cut: ``--cut`` values, or the fitted cuts in a run's ``judge_train`` folder), ``top1`` (the
-group's highest score passes). The verifier's side is its pass/fail at ``--pass-at`` (1.0,
-what held-out success counts, as the monitor); ``--against-reward`` takes its reward instead,
-partial credit included.
+verifier's pass/fail, and a rule over the judge's stored score. Both are centred per group
+(GRPO's advantage before scaling) and compared over the step's trajectories by their cosine,
+the judge monitor's signal row (``trainer/monitor_signal.py``; a run since session 25 logs it
+for the rule it trained on as ``judge_signal``): +1 when the judge's reward would push every
+trajectory as the verifier's does, 0 when it carries none of it, below 0 when it pushes
+against it. A group the verifier ties has no verifier advantage, so a judge that separates its
+trajectories lowers the cosine (it pushes on what the verifier calls noise); a step where the
+judge's rule ties every group has no judge signal (printed ``none``).
+
+Rules: ``graded`` (the score), ``cut`` (score >= the step's cut: ``--cut`` values, or the
+fitted cuts in a run's ``judge_train`` folder), ``top1`` (the group's highest score passes).
+The verifier's side is its pass/fail at ``--pass-at`` (1.0, what held-out success counts, as
+the monitor); ``--against-reward`` takes its reward instead, partial credit included.
 
 What it does not do: weigh trajectories by their tokens or gradients (GRPO multiplies each
 advantage by a log-prob gradient, so this is the direction of the reward, not of the update),
