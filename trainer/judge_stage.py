@@ -367,9 +367,9 @@ def stage_cut(trainer: Any, res: dict[str, Any]) -> dict[str, Any] | None:
             _write_stage(out / STAGE_FILE, {**res, "cut": cut})
             return cut
 
-        res["cut"] = _on_main(trainer, fit)
-        if isinstance(trainer.judge_train, dict):
-            trainer.judge_train["cut"] = res["cut"]
+        res["cut"] = trainer.judge_train["cut"] = _on_main(
+            trainer, fit
+        )  # judge_train: res or its copy
     return res["cut"]
 
 
