@@ -367,9 +367,8 @@ def stage_cut(trainer: Any, res: dict[str, Any]) -> dict[str, Any] | None:
             _write_stage(out / STAGE_FILE, {**res, "cut": cut})
             return cut
 
-        res["cut"] = trainer.judge_train["cut"] = _on_main(
-            trainer, fit
-        )  # judge_train: res or its copy
+        # trainer.judge_train is res, or its copy on a resume with refreshes
+        res["cut"] = trainer.judge_train["cut"] = _on_main(trainer, fit)
     return res["cut"]
 
 
