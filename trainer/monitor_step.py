@@ -64,9 +64,10 @@ def start_monitor(trainer: Trainer) -> JudgeMonitor:
 
     cfg, start = trainer.cfg, trainer.start_step  # cfg: [judge_train] may have set the reward
     monitor = JudgeMonitor(cfg.monitor, cfg.reward.kind, trainer.success_threshold, cfg.seed)
-    cuts = {r["step"]: (r.get("metrics") or {}).get("judge_cut") for r in trainer.store.steps(trainer.run_id)}  # fmt: skip
+    logged = trainer.store.steps(trainer.run_id)  # read once: the cuts and the drop come from it
+    cuts = {r["step"]: (r.get("metrics") or {}).get("judge_cut") for r in logged}
     restore(monitor, trainer.store, stored_manifests(trainer.out, start), cuts)
-    monitor.dropped_at = judge_dropped_at(trainer.store, trainer.run_id, start)
+    monitor.dropped_at = judge_dropped_at(logged, start)
     if monitor.dropped_at:
         trainer.reward = trainer.reward.without_judge() or trainer.reward
     return monitor
@@ -119,13 +120,13 @@ def watch_judge(trainer: Trainer, step: int, groups: list[Group]) -> dict[str, A
     return out
 
 
-def judge_dropped_at(store: Any, run_id: str, before: int) -> int | None:
-    """The step (1-based, as the step lines count) at which ``run_id`` dropped the judge, among
-    its logged steps before ``before``; None when it never did. A resumed run reads it to drop
-    the judge again before its next step."""
+def judge_dropped_at(logged: Sequence[dict[str, Any]], before: int) -> int | None:
+    """The step (1-based, as the step lines count) at which a run dropped the judge, among its
+    logged steps (``Store.steps`` rows) before ``before``; None when it never did. A resumed run
+    reads it to drop the judge again before its next step."""
     dropped = [
         r["step"]
-        for r in store.steps(run_id)
+        for r in logged
         if r["step"] < before and (r.get("metrics") or {}).get("judge_dropped")
     ]
     return min(dropped) + 1 if dropped else None
