@@ -1,8 +1,8 @@
 """How much of the verifier's push a judge's reward makes, step by step, from a run's store.
 
 For every step of a run, each judged group's trajectories with a verifier label
-(``Trajectory.verifier_outcome``: an episode cut at its turn limit is 0) give two rewards: the
-verifier's pass/fail, and a rule over the judge's stored score. Both are centred per group
+(``Trajectory.verifier_outcome``: an unscored episode cut at its turn limit is 0) give two
+rewards: the verifier's pass/fail, and a rule over the judge's stored score. Both are centred per group
 (GRPO's advantage before scaling) and compared over the step's trajectories by their cosine,
 the judge monitor's signal row (``trainer/monitor_signal.py``; a run since session 25 logs it
 for the rule it trained on as ``judge_signal``): +1 when the judge's reward would push every
@@ -62,11 +62,15 @@ def report(
 ) -> list[dict[str, object]]:
     """One row per step: its ``threshold`` (the cut, None without one) and each rule's cosine
     (None: no judge signal); ``pass_at``: against the verifier's pass/fail, not its reward."""
+
+    def cut_at(step: int) -> float | None:  # a run longer than its cuts keeps the last one
+        return cuts[min(step, len(cuts) - 1)] if cuts else None
+
     units: dict[int, dict[str, list[SignalUnit]]] = defaultdict(lambda: defaultdict(list))
     for g in store.iter_groups(run_id):
         if g.judgement is None or g.judgement.status != "ok" or not g.judgement.scores:
             continue
-        cut = cuts[min(g.step, len(cuts) - 1)] if cuts else None
+        cut = cut_at(g.step)
         for name, unit in (("graded", signal_unit(g, g.step, None, pass_at)),
                            ("cut", signal_unit(g, g.step, cut, pass_at) if cut is not None else None),
                            ("top1", signal_unit(top1(g), g.step, None, pass_at))):  # fmt: skip
@@ -74,7 +78,7 @@ def report(
                 units[g.step][name].append(unit)
     rows: list[dict[str, object]] = []
     for step in sorted(units):
-        cut = cuts[min(step, len(cuts) - 1)] if cuts else None
+        cut = cut_at(step)
         row: dict[str, object] = {"step": step + 1, "threshold": cut}
         for name in ("graded", "cut", "top1"):
             if name != "cut" or cut is not None:

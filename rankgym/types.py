@@ -182,8 +182,9 @@ class Trajectory(_Model):
 
     def verifier_outcome(self) -> float | None:
         """The verifier's label of this episode: its ``verifiable_reward``; 0.0 for one cut at
-        its turn limit before it answered (``truncated``: "never answers" is a failure); None
-        (unlabelled) for one that errored or has no reward. Says nothing about the judge."""
+        its turn limit that the env left unscored (``truncated``: "never answers" is a failure;
+        an env that scores such an episode keeps its reward); None (unlabelled) for one that
+        errored or has no reward. Says nothing about the judge."""
         if self.error:
             return None
         if self.verifiable_reward is None:

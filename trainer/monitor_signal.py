@@ -3,9 +3,9 @@
 GRPO trains on each group's advantages: a trajectory's reward minus its group's mean. Per
 judged group, this takes the judge's reward the way the run's reward reads it (the score, or
 the pass/fail verdict at ``[reward] judge_threshold``) and the verifier's label
-(``Trajectory.verifier_outcome``: an episode cut at its turn limit is 0; the monitor uses its
-pass/fail at the env's success threshold, what held-out success counts, since partial credit
-can reward progress on a policy that has stopped succeeding), centres both per group, and
+(``Trajectory.verifier_outcome``: an unscored episode cut at its turn limit is 0; the monitor
+uses its pass/fail at the env's success threshold, what held-out success counts, since partial
+credit can reward progress on a policy that has stopped succeeding), centres both per group, and
 reports the cosine between the two over a step's trajectories (and over the run):
 
 - **+1**: the judge's reward pushes every trajectory as the verifier's would;
