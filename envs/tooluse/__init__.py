@@ -25,6 +25,10 @@ is the **last number** in it (tolerance 0.01, so "7 + 9 = 16" is right); a date 
 Reward (``info["verifiable_reward"]``): 1.0 for a correct answer; otherwise 0.2 if the agent
 made at least one well-formed call (a registered tool of this task, valid arguments, ran without
 error), else 0.0. ``success_threshold`` is 1.0, so the 0.2 is format credit, never success.
+``ToolUseEnv(chain_credit=c)`` (default 0.0; ``0 <= c < 0.8``) adds to a wrong answer's format
+credit ``c`` times the share of the oracle's calls the episode reproduced (the same tool returning
+the same value, in any order: ``env.chain_progress``), so a chain that made its second call and
+then answered wrong outranks one that stopped after the first. Still never success.
 Hack signals: ``correct_without_lookup`` (a lookup task answered right without a successful
 lookup: a guess or a leak), ``answer_spam`` (the final message lists many candidate answers;
 such a reply is also wrong: see ``answers.is_spam``).

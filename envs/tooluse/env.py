@@ -6,6 +6,7 @@ Part of ``rankgym.envs.tooluse`` (tasks, reward and hack signals in the package 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,6 +18,35 @@ from rankgym.envs.tooluse.tasks import DIFFICULTIES, ToolUseTask, generate_tasks
 from rankgym.envs.tooluse.tools import TOOL_FAMILIES, _tool_objects
 
 FORMAT_CREDIT = 0.2
+"""A wrong answer after at least one well-formed call of the task's tools."""
+
+
+def chain_progress(task: ToolUseTask, state: EpisodeState[ToolUseTask]) -> float:
+    """Share of the oracle's tool calls the episode reproduced: the same tool returning the same
+    value (numbers within 1e-9), in any order, each oracle call counted once.
+
+    A value, not the arguments, is compared, so ``calculate("3 * 12.5")`` reproduces the
+    oracle's ``calculate("12.5 * 3")``. It does not check that the answer used the results.
+    """
+    made = [(r.name, r.value) for r in state.tool_results if r.ok]
+    reached = sum(
+        any(name == step["name"] and _same(value, want) for name, value in made)
+        for step, want in zip(task.solution, solution_values(task), strict=True)
+    )
+    return reached / len(task.solution)
+
+
+def solution_values(task: ToolUseTask) -> list[Any]:
+    """What each of the oracle's calls returns (the real tools run on its arguments)."""
+    objs = _tool_objects()
+    return [objs[step["name"]].call(step["arguments"]).value for step in task.solution]
+
+
+def _same(a: Any, b: Any) -> bool:
+    numbers = (int, float)
+    if isinstance(a, numbers) and isinstance(b, numbers):
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
+    return bool(a == b)
 
 
 class ToolUseEnv(Env[ToolUseTask]):
@@ -39,9 +69,18 @@ class ToolUseEnv(Env[ToolUseTask]):
         difficulty: str | Sequence[str] | None = None,
         families: str | Sequence[str] | None = None,
         judge_split: bool = True,
+        chain_credit: float = 0.0,
     ) -> None:
         super().__init__(split=split, max_turns=max_turns)
         self.judge_split = judge_split  # False: no judge split carved (rankgym.envs.judge_split)
+        numeric = isinstance(chain_credit, int | float) and not isinstance(chain_credit, bool)
+        if not numeric or not 0.0 <= chain_credit < 1.0 - FORMAT_CREDIT:
+            raise ValueError(
+                f"chain_credit={chain_credit!r} must be in [0, {1.0 - FORMAT_CREDIT:g}): a wrong "
+                f"answer's reward (format credit {FORMAT_CREDIT} + chain credit) must stay below "
+                "success (1.0)"
+            )
+        self.chain_credit = float(chain_credit)
         diffs = (difficulty,) if isinstance(difficulty, str) else difficulty
         for d in diffs or ():
             if d not in DIFFICULTIES:
@@ -73,7 +112,11 @@ class ToolUseEnv(Env[ToolUseTask]):
         if isinstance(answer, str) and check_answer(task, answer):
             return 1.0
         good_call = any(r.ok and r.name in task.tools for r in state.tool_results)
-        return FORMAT_CREDIT if good_call else 0.0
+        if not good_call:
+            return 0.0
+        if not self.chain_credit:
+            return FORMAT_CREDIT
+        return FORMAT_CREDIT + self.chain_credit * chain_progress(task, state)
 
     def hack_signals_for(self, task: ToolUseTask, state: EpisodeState[ToolUseTask]) -> list[str]:
         assert isinstance(task, ToolUseTask)
