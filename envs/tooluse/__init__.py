@@ -28,7 +28,8 @@ error), else 0.0. ``success_threshold`` is 1.0, so the 0.2 is format credit, nev
 ``ToolUseEnv(chain_credit=c)`` (default 0.0; ``0 <= c < 0.8``) adds to a wrong answer's format
 credit ``c`` times the share of the oracle's calls the episode reproduced (the same tool returning
 the same value, in any order: ``env.chain_progress``), so a chain that made its second call and
-then answered wrong outranks one that stopped after the first. Still never success.
+then answered wrong outranks one that stopped after the first. Still never success, and never
+paid to an episode cut at its turn limit before it answered (that taught calling without end).
 Hack signals: ``correct_without_lookup`` (a lookup task answered right without a successful
 lookup: a guess or a leak), ``answer_spam`` (the final message lists many candidate answers;
 such a reply is also wrong: see ``answers.is_spam``).

@@ -114,7 +114,7 @@ class ToolUseEnv(Env[ToolUseTask]):
         good_call = any(r.ok and r.name in task.tools for r in state.tool_results)
         if not good_call:
             return 0.0
-        if not self.chain_credit:
+        if not self.chain_credit or answer is None:  # cut at the turn limit: no chain credit
             return FORMAT_CREDIT
         return FORMAT_CREDIT + self.chain_credit * chain_progress(task, state)
 

@@ -62,13 +62,17 @@ def test_a_call_to_the_right_tool_with_another_result_is_not_progress(credited):
     assert _play(credited, task, twice) == pytest.approx(0.35)  # one oracle call counts once
 
 
-def test_a_chain_cut_at_the_turn_limit_keeps_its_credit(credited):
+def test_a_chain_cut_at_the_turn_limit_earns_only_the_format_credit(credited):
+    """Paying progress to an episode that never answers taught a policy to call tools until it
+    was cut (bench/RESULTS.md, session 27): the credit is for a chain that ends in an answer."""
     task, lookup_args, swapped = _lookup_chain(credited)
     calls = [_call("lookup", **lookup_args), _call("calculate", expression=swapped)]
     env = ToolUseEnv(difficulty="hard", chain_credit=0.3, max_turns=2)
     env.reset(options={"task_id": task.id})
     out = [env.step(c) for c in calls][-1]
-    assert out[3] and out[4]["verifiable_reward"] == pytest.approx(0.5)
+    assert out[3] and out[4]["verifiable_reward"] == pytest.approx(FORMAT_CREDIT)
+    env = ToolUseEnv(difficulty="hard", chain_credit=0.3, max_turns=3)
+    assert _play(env, task, [*calls, "The answer is 1."]) == pytest.approx(FORMAT_CREDIT + 0.3)
 
 
 def test_default_is_the_flat_format_credit():
