@@ -28,6 +28,7 @@ from typing import Any
 
 from rankgym.cli import Command
 from rankgym.envs.rollout_command import MAX_EPISODES, MAX_GROUP_SIZE, bounded
+from rankgym.envs.tooluse import FORMAT_CREDIT
 from rankgym.errors import UserError
 from rankgym.trainer.records import EvalResult
 from rankgym.trainer.rewards import reward_names
@@ -82,6 +83,7 @@ def demo_config(
     judge: str = DEFAULT_JUDGE,
     judge_train: bool = False,
     judge_split: bool | None = None,
+    chain_credit: float = 0.0,
 ) -> dict[str, Any]:
     """The demo's training config: SFT warm start, then GRPO on hard multi-step ToolUse tasks.
 
@@ -90,10 +92,15 @@ def demo_config(
     (``reward_when_passed``), else the configured reward and judge stay. ``judge_split``: carve
     the env's judge split out of the train tasks (None: only with ``judge_train``, the one
     stage that reads it; without it SFT and GRPO use every train task, as the recipe did
-    before the split existed). Arms that must share tasks with a judge-trained one pass True."""
+    before the split existed). Arms that must share tasks with a judge-trained one pass True.
+    ``chain_credit``: ToolUse's credit for a wrong answer's share of the oracle's calls
+    (docs/envs.md; 0.0, the default, is the plain reward)."""
     raw = _demo_config(out_dir, steps, reward, seed, sft_steps, judge)
     if not (judge_train if judge_split is None else judge_split):
         kwargs = {**GRPO_ENV_KWARGS, "judge_split": False}
+        raw["env"]["kwargs"] = raw["sft"]["env_kwargs"] = kwargs
+    if chain_credit:
+        kwargs = {**raw["env"]["kwargs"], "chain_credit": chain_credit}
         raw["env"]["kwargs"] = raw["sft"]["env_kwargs"] = kwargs
     if judge_train:
         raw["judge_train"] = {**JUDGE_TRAIN, "reward_when_passed": "judge"}
@@ -170,6 +177,15 @@ def _demo_arguments(p: argparse.ArgumentParser) -> None:
         "and, when it passes its checks, train judge-only with it (about 10 more minutes)",
     )
     p.add_argument(
+        "--chain-credit",
+        type=_chain_credit,
+        default=0.0,
+        metavar="C",
+        help="pay a wrong answer C x the share of the oracle's tool calls it reproduced, on top "
+        "of the 0.2 format credit (0 <= C < 0.8; default 0: the plain reward; docs/envs.md, "
+        "measured in docs/training.md)",
+    )
+    p.add_argument(
         "--force",
         action="store_true",
         help="train a step whose groups carry no verifier signal although the judge failed its "
@@ -185,6 +201,19 @@ def _demo_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--eval-tasks", type=bounded(MAX_EPISODES), default=18, metavar="N", help="held-out hard tasks (default: all 18)")  # fmt: skip
     p.add_argument("--eval-samples", type=bounded(MAX_GROUP_SIZE), default=5, metavar="K", help="seeded samples per held-out task (default: 5)")  # fmt: skip
+
+
+def _chain_credit(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0.0 <= value < 1.0 - FORMAT_CREDIT:
+        raise argparse.ArgumentTypeError(
+            f"{value:g} is out of range: C must be in [0, {1.0 - FORMAT_CREDIT:g}) so that a wrong "
+            f"answer (format credit {FORMAT_CREDIT} + C) stays below success (1.0)"
+        )
+    return value
 
 
 def policy_from_adapter(adapter: str | Path, name: str, cfg: Any, share: Any = None) -> Any:
@@ -365,7 +394,7 @@ def _demo_run(args: argparse.Namespace) -> dict[str, Any]:
         )
     out = args.out or f"runs/demo-{time.strftime('%Y%m%d-%H%M%S')}"
     raw = demo_config(out, args.steps, args.reward, args.seed, args.sft_steps, args.judge,
-                      args.judge_train)  # fmt: skip
+                      args.judge_train, chain_credit=args.chain_credit)  # fmt: skip
     raw["eval"].update(tasks=args.eval_tasks, samples=args.eval_samples)
     cfg = validate_config(raw, TrainConfig, "demo")
     echo = _echo(args)

@@ -1,0 +1,38 @@
+"""`rankgym demo --chain-credit C`: the demo's GRPO env pays ToolUse's chain credit."""
+
+from __future__ import annotations
+
+import pytest
+
+from rankgym.cli import main
+from rankgym.config import validate_config
+from rankgym.trainer.config import TrainConfig
+from rankgym.trainer.demo import GRPO_ENV_KWARGS, demo_config
+from rankgym.trainer.setup import make_env_factory
+
+
+@pytest.mark.parametrize("judge_train", [False, True])
+def test_the_credit_reaches_the_env_grpo_trains_on(tmp_path, judge_train):
+    before = dict(GRPO_ENV_KWARGS)
+    raw = demo_config(str(tmp_path / "run"), 6, "judge+verifiable", 0, judge_train=judge_train,
+                      chain_credit=0.3)  # fmt: skip
+    cfg = validate_config(raw, TrainConfig)
+    env = make_env_factory(cfg.env.id, cfg.env.kwargs)()
+    assert env.unwrapped.chain_credit == 0.3
+    assert cfg.sft.env_kwargs["chain_credit"] == 0.3  # the same tasks as GRPO's, as without it
+    assert env.unwrapped.judge_split is judge_train  # the split rule is unchanged
+    assert before == GRPO_ENV_KWARGS  # the module's defaults are not edited in place
+
+
+def test_without_the_flag_the_reward_is_the_plain_one(tmp_path):
+    raw = demo_config(str(tmp_path / "run"), 6, "judge+verifiable", 0)
+    assert "chain_credit" not in raw["env"]["kwargs"]
+
+
+@pytest.mark.parametrize("bad", ["0.8", "-0.1", "lots"])
+def test_a_credit_out_of_range_is_refused_before_anything_runs(capsys, bad):
+    with pytest.raises(SystemExit) as e:
+        main(["demo", "--chain-credit", bad])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "--chain-credit" in err and ("[0, 0.8)" in err or "not a number" in err)
