@@ -404,6 +404,7 @@ def _demo_run(args: argparse.Namespace) -> dict[str, Any]:
         f"rankgym demo: SFT warm start ({args.sft_steps} steps on oracle episodes), then "
         f"{args.steps} GRPO steps of SmolLM2-135M (LoRA) on hard multi-step ToolUse tasks "
         f"({', '.join(DEMO_FAMILIES)}), judged by {args.judge}; GRPO reward: {args.reward}"
+        + (f", chain credit {args.chain_credit:g}" if args.chain_credit else "")
     )
     echo(f"output: {out} (interrupted? continue with `rankgym demo --out {out} --resume`)")
     trainer = Trainer(cfg, resume=args.resume, progress=not args.quiet, echo=echo,
@@ -444,6 +445,7 @@ def _demo_run(args: argparse.Namespace) -> dict[str, Any]:
         "sft_steps": sft.get("steps"),
         "sft_seconds": sft.get("seconds"),
         "reward": reward,
+        "chain_credit": args.chain_credit,
         "judge": judge,
         **judge_train_fields(trainer.judge_train),
         "reward_per_step": summary.get("reward_per_step"),
