@@ -28,7 +28,7 @@ from typing import Any
 
 from rankgym.cli import Command
 from rankgym.envs.rollout_command import MAX_EPISODES, MAX_GROUP_SIZE, bounded
-from rankgym.envs.tooluse import FORMAT_CREDIT
+from rankgym.envs.tooluse.env import checked_chain_credit
 from rankgym.errors import UserError
 from rankgym.trainer.records import EvalResult
 from rankgym.trainer.rewards import reward_names
@@ -208,12 +208,10 @@ def _chain_credit(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0.0 <= value < 1.0 - FORMAT_CREDIT:
-        raise argparse.ArgumentTypeError(
-            f"{value:g} is out of range: C must be in [0, {1.0 - FORMAT_CREDIT:g}) so that a wrong "
-            f"answer (format credit {FORMAT_CREDIT} + C) stays below success (1.0)"
-        )
-    return value
+    try:
+        return checked_chain_credit(value)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def policy_from_adapter(adapter: str | Path, name: str, cfg: Any, share: Any = None) -> Any:

@@ -42,6 +42,18 @@ def solution_values(task: ToolUseTask) -> list[Any]:
     return [objs[step["name"]].call(step["arguments"]).value for step in task.solution]
 
 
+def checked_chain_credit(value: object) -> float:
+    """``value`` as a chain credit, or ValueError naming the range: a wrong answer (format credit
+    + chain credit) must stay below success."""
+    numeric = isinstance(value, int | float) and not isinstance(value, bool)
+    if numeric and isinstance(value, int | float) and 0.0 <= value < 1.0 - FORMAT_CREDIT:
+        return float(value)  # (the second isinstance narrows the type; NaN fails the range)
+    raise ValueError(
+        f"chain_credit={value!r} must be in [0, {1.0 - FORMAT_CREDIT:g}): a wrong answer's "
+        f"reward (format credit {FORMAT_CREDIT} + chain credit) must stay below success (1.0)"
+    )
+
+
 def _same(a: Any, b: Any) -> bool:
     numbers = (int, float)
     if isinstance(a, numbers) and isinstance(b, numbers):
@@ -73,14 +85,7 @@ class ToolUseEnv(Env[ToolUseTask]):
     ) -> None:
         super().__init__(split=split, max_turns=max_turns)
         self.judge_split = judge_split  # False: no judge split carved (rankgym.envs.judge_split)
-        numeric = isinstance(chain_credit, int | float) and not isinstance(chain_credit, bool)
-        if not numeric or not 0.0 <= chain_credit < 1.0 - FORMAT_CREDIT:
-            raise ValueError(
-                f"chain_credit={chain_credit!r} must be in [0, {1.0 - FORMAT_CREDIT:g}): a wrong "
-                f"answer's reward (format credit {FORMAT_CREDIT} + chain credit) must stay below "
-                "success (1.0)"
-            )
-        self.chain_credit = float(chain_credit)
+        self.chain_credit = checked_chain_credit(chain_credit)
         diffs = (difficulty,) if isinstance(difficulty, str) else difficulty
         for d in diffs or ():
             if d not in DIFFICULTIES:

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import argparse
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rankgym.cli import main
 from rankgym.config import validate_config
 from rankgym.trainer.config import TrainConfig
-from rankgym.trainer.demo import GRPO_ENV_KWARGS, demo_config
+from rankgym.trainer.demo import GRPO_ENV_KWARGS, _chain_credit, demo_config
 from rankgym.trainer.setup import make_env_factory
 
 
@@ -36,3 +40,14 @@ def test_a_credit_out_of_range_is_refused_before_anything_runs(capsys, bad):
     assert e.value.code == 2
     err = capsys.readouterr().err
     assert "--chain-credit" in err and ("[0, 0.8)" in err or "not a number" in err)
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.one_of(st.text(max_size=12), st.floats(allow_nan=True).map(repr)))
+def test_any_text_is_a_credit_in_range_or_a_clear_refusal(text):
+    try:
+        value = _chain_credit(text)
+    except argparse.ArgumentTypeError as e:
+        assert "not a number" in str(e) or "must be in [0, 0.8)" in str(e)
+    else:
+        assert 0.0 <= value < 0.8
