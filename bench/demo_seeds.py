@@ -10,7 +10,8 @@ then prints per seed SFT -> SFT+GRPO (gain over SFT) for each commit and, over t
 mean and the paired difference (second ``--rev`` minus first) with a t interval.
 
 A run whose ``seed-S.json`` exists under ``--out`` is read, not rerun (resume after a stop;
-``--report`` only reads). The numbers do not depend on the box's load at a fixed thread count;
+``--report`` only reads); one run with other demo arguments (after ``--``) is refused, since
+two arms of one commit share its folder: give each arm its own ``--out``. The numbers do not depend on the box's load at a fixed thread count;
 the minutes do.
 
 Run (CPU, 2 cores; ~13-25 min per run at 1 thread):
@@ -77,7 +78,14 @@ def run_one(pkg: Path, out: Path, seed: int, threads: int, extra: list[str]) -> 
     """One ``rankgym demo --seed S --json`` of the snapshot at ``pkg``; its summary plus wall."""
     done = out / f"seed-{seed}.json"
     if done.is_file():
-        return json.loads(done.read_text())
+        kept = json.loads(done.read_text())
+        ran = kept.get("demo_args")  # absent in runs written before it was recorded
+        if ran is not None and ran != extra:
+            raise RuntimeError(
+                f"{done} ran `rankgym demo {' '.join(ran)}`, not `{' '.join(extra)}`: another "
+                "arm of the same commit; give this one its own --out"
+            )
+        return kept
     env = {**os.environ, "PYTHONPATH": str(pkg), "RANKGYM_THREADS": str(threads),
            "HF_HUB_OFFLINE": "1", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}  # fmt: skip
     # -P and cwd: `python -m` would put the working directory first on sys.path, ahead of
@@ -97,6 +105,7 @@ def run_one(pkg: Path, out: Path, seed: int, threads: int, extra: list[str]) -> 
     summary["code"] = str(pkg)
     summary["wall_s"] = round(time.monotonic() - t0, 1)
     summary["threads"] = threads
+    summary["demo_args"] = extra
     done.write_text(json.dumps(summary, indent=2))
     return summary
 
