@@ -3,29 +3,17 @@ for three rules over a finished run's stored judgements, step by step."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
+from script_loader import load_script
 
 from rankgym.judges.spec import default_spec
 from rankgym.store import Store
 from rankgym.types import Group, Judgement, Message, Trajectory, TrajectoryScore
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-def _module():
-    path = REPO / "bench" / "advantage_agreement.py"
-    spec = importlib.util.spec_from_file_location("advantage_agreement", path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-adv = _module()
+adv = load_script("bench/advantage_agreement.py")
 
 
 def test_a_store_read_step_by_step_with_fitted_cuts(tmp_path: Path):

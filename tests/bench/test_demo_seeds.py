@@ -2,25 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
+from script_loader import load_script
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-def _module():
-    path = REPO / "bench" / "demo_seeds.py"
-    spec = importlib.util.spec_from_file_location("demo_seeds", path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-seeds = _module()
+seeds = load_script("bench/demo_seeds.py")
 
 
 def test_seed_lists():

@@ -3,7 +3,6 @@ evaluations it refuses are named."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import sys
@@ -12,21 +11,9 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from script_loader import load_script
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-def _module():
-    spec = importlib.util.spec_from_file_location(
-        "pool_ablation", REPO / "bench" / "pool_ablation.py"
-    )
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-pool = _module()
+pool = load_script("bench/pool_ablation.py")
 
 
 def _write(path: Path, tables: dict) -> str:

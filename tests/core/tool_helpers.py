@@ -3,10 +3,11 @@ script by path and copy the parts of the tree it reads, so a test can break the 
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 from pathlib import Path
 from types import ModuleType
+
+from script_loader import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE_DIRS = ("rankgym", "envs", "judges", "trainer", "dashboard", "integrations")
@@ -14,11 +15,7 @@ PACKAGE_DIRS = ("rankgym", "envs", "judges", "trainer", "dashboard", "integratio
 
 def load_tool(name: str) -> ModuleType:
     """``tools/NAME.py`` as a module (tools/ is not a package)."""
-    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script(f"tools/{name}.py")
 
 
 def copy_tree(dest: Path, extra: tuple[str, ...] = ()) -> Path:
