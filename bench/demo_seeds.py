@@ -11,8 +11,8 @@ mean and the paired difference (second ``--rev`` minus first) with a t interval.
 
 A run whose ``seed-S.json`` exists under ``--out`` is read, not rerun (resume after a stop;
 ``--report`` only reads); one run with other demo arguments (after ``--``) is refused, since
-two arms of one commit share its folder: give each arm its own ``--out``. The numbers do not depend on the box's load at a fixed thread count;
-the minutes do.
+two arms of one commit share its folder: give each arm its own ``--out``. The numbers do not
+depend on the box's load at a fixed thread count; the minutes do.
 
 Run (CPU, 2 cores; ~13-25 min per run at 1 thread):
     .venv/bin/python bench/demo_seeds.py --rev d401117 --rev HEAD --seeds 0-4 --out /tmp/seeds

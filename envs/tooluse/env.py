@@ -45,9 +45,12 @@ def solution_values(task: ToolUseTask) -> list[Any]:
 def checked_chain_credit(value: object) -> float:
     """``value`` as a chain credit, or ValueError naming the range: a wrong answer (format credit
     + chain credit) must stay below success."""
-    numeric = isinstance(value, int | float) and not isinstance(value, bool)
-    if numeric and isinstance(value, int | float) and 0.0 <= value < 1.0 - FORMAT_CREDIT:
-        return float(value)  # (the second isinstance narrows the type; NaN fails the range)
+    if (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and 0.0 <= value < 1.0 - FORMAT_CREDIT  # NaN fails it too
+    ):
+        return float(value)
     raise ValueError(
         f"chain_credit={value!r} must be in [0, {1.0 - FORMAT_CREDIT:g}): a wrong answer's "
         f"reward (format credit {FORMAT_CREDIT} + chain credit) must stay below success (1.0)"
