@@ -145,6 +145,12 @@ class StepMetrics:
     """True when such a step, with a judge that failed its check, was trained under --force."""
     skipped_no_signal: bool | None = None
     """True when such a step was skipped (``monitor.no_signal = "skip"``): no update was made."""
+    truncated_trajectories: int | None = None
+    """Episodes cut at the turn limit before they answered (None in rows of older versions)."""
+    truncation_rising: bool | None = None
+    """True when their share is shown higher than at the run's first step (one-sided Fisher
+    exact, ``trainer/truncation_watch.py``): the policy may be learning to never answer; None on
+    the first step."""
     time_step_s: float | None = None
     """Wall time of the step up to its checkpoint (set by the loop)."""
     time_checkpoint_s: float | None = None
@@ -200,7 +206,16 @@ class StepMetrics:
         return out
 
 
-_LATE = frozenset({"time_step_s", "time_checkpoint_s", "checkpoint", "eval"})
+_LATE = frozenset(
+    {
+        "truncated_trajectories",
+        "truncation_rising",
+        "time_step_s",
+        "time_checkpoint_s",
+        "checkpoint",
+        "eval",
+    }
+)
 _NAMES = tuple(f.name for f in fields(StepMetrics) if f.name not in ("extra", "keys"))
 _MONITOR = _NAMES[_NAMES.index("monitor_groups") : _NAMES.index("skipped_no_signal") + 1]
 _LATE = _LATE | frozenset(_MONITOR)  # written only when set (rows without a judge lack them)

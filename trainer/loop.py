@@ -80,6 +80,7 @@ from rankgym.trainer.setup import (
     update_settings,
 )
 from rankgym.trainer.step_report import history_summary, step_line, step_metrics
+from rankgym.trainer.truncation_watch import watch_truncation
 from rankgym.types import Group, JudgeSpec
 
 log = logging.getLogger(__name__)
@@ -351,7 +352,10 @@ class Trainer:
         )
         if self.sync is not None:
             metrics = replace(metrics, extra=dict(self.sync.last))
-        metrics = replace(metrics, **watched)
+        cut, warning = watch_truncation(step, groups, self.store.steps(self.run_id))
+        metrics = replace(metrics, **watched, **cut)
+        if warning:
+            self.echo(warning)
         if metrics.no_signal and not skipped:  # a skipped step was announced by watch_signal
             self.echo(
                 f"step {step + 1}: no signal ({adv.zero_variance_groups}/{len(groups)} groups had "

@@ -106,6 +106,12 @@ def step_line(m: StepMetrics, k: int, steps: int) -> str:
         f"  success {_fmt(m.success_rate)}"
         f"  zero-var {m.zero_variance_groups}/{m.groups}"
         + (f"  hack-penalized {m.hack_penalized}" if m.hack_penalized else "")
+        + (
+            f"  truncated {m.truncated_trajectories}/{m.trajectories}"
+            if m.truncated_trajectories
+            else ""
+        )
+        + ("  TRUNCATION RISING" if m.truncation_rising else "")
         + monitor_line(m)
         + (f"  cut {m.judge_cut:.2f}" if m.judge_cut is not None else "")
         + ("  JUDGE BELOW CHANCE" if m.judge_below_chance else "")
@@ -159,12 +165,14 @@ def history_summary(history: list[StepMetrics]) -> dict[str, Any]:
         "forced_no_signal_steps": sum(bool(m.forced_no_signal) for m in history),
         "skipped_no_signal_steps": sum(bool(m.skipped_no_signal) for m in history),
         "judge_below_chance_steps": sum(bool(m.judge_below_chance) for m in history),
+        "truncation_rising_steps": sum(bool(m.truncation_rising) for m in history),
         "reward_per_step": [
             {
                 "reward_mean": m.reward_mean,
                 "judge_score_mean": m.judge_score_mean,
                 "verifiable_mean": m.verifiable_mean,
                 "success_rate": m.success_rate,
+                "truncated_trajectories": m.truncated_trajectories,
             }
             for m in history
         ],
