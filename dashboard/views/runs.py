@@ -193,6 +193,24 @@ if hack_cols:
         "lists them."
     )
 
+if not logged.empty and "truncated_trajectories" in logged:
+    line_chart(
+        logged[["truncated_trajectories"]].rename(
+            columns={"truncated_trajectories": "episodes cut before answering"}
+        ),
+        "Episodes cut at the turn limit before answering",
+        "trajectories",
+        bars=True,
+        counts=True,
+    )
+    if rising := data.flagged_steps(logged, "truncation_rising"):
+        st.warning(
+            f"More episodes were cut at the turn limit than at the first step, shown at step(s) "
+            f"{', '.join(map(str, rising))}: the policy may be learning to never answer. Check "
+            "what the env's reward pays an episode that never answers (docs/training.md, "
+            "'Episodes cut at the turn limit')."
+        )
+
 monitor = data.monitor_frames(logged) if not logged.empty else {}
 if monitor:
     st.subheader("Judge monitor")
@@ -269,7 +287,8 @@ else:
     )
 
 if not logged.empty:
-    shown = set(pick_columns(logged, "reward", "kl", "zero", "hack_")) | data.monitor_columns()
+    shown = set(pick_columns(logged, "reward", "kl", "zero", "hack_", "truncat"))
+    shown |= data.monitor_columns()
     rest = [c for c in logged.columns if c not in shown]
     with st.expander("Other trainer metrics", expanded=bool(rest)):
         chosen = st.multiselect("Metrics", rest, default=rest[:6])

@@ -13,7 +13,7 @@ import gymnasium
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from trainer_helpers import save_tiny_model, tiny_config
+from trainer_helpers import runs_page, save_tiny_model, tiny_config
 
 from rankgym.config import validate_config
 from rankgym.envs.base import Env, Task
@@ -100,7 +100,9 @@ def test_watch_reads_the_first_step_from_the_logged_rows_and_says_what_to_check(
     assert watch_truncation(3, groups, old) == ({"truncated_trajectories": 7}, None)
 
 
-def test_a_run_whose_policy_stops_answering_is_flagged_on_the_step_line(tmp_path: Path):
+def test_a_run_whose_policy_stops_answering_is_flagged_on_the_step_line_and_runs_page(
+    tmp_path: Path, monkeypatch
+):
     StallEnv.resets = 0
     model = save_tiny_model(tmp_path / "m")
     raw = tiny_config(model, tmp_path / "run", steps=3)
@@ -118,3 +120,7 @@ def test_a_run_whose_policy_stops_answering_is_flagged_on_the_step_line(tmp_path
     assert [m.truncated_trajectories for m in rows] == [0, 8, 8]
     assert [m.truncation_rising for m in rows] == [None, True, True]
     assert "TRUNCATION RISING" in step_line(rows[2], 2, 3)
+    # the dashboard's Runs page charts the count and names the flagged steps
+    at = runs_page(tmp_path / "run" / "store.db", monkeypatch)
+    (warned,) = [w.value for w in at.warning if "cut at the turn limit" in w.value]
+    assert "step(s) 1, 2" in warned and "never answer" in warned
