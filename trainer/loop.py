@@ -352,8 +352,8 @@ class Trainer:
         )
         if self.sync is not None:
             metrics = replace(metrics, extra=dict(self.sync.last))
-        cut, warning = watch_truncation(step, groups, self.store.steps(self.run_id))
-        metrics = replace(metrics, **watched, **cut)
+        cuts, warning = watch_truncation(step, groups, self.store.steps(self.run_id))
+        metrics = replace(metrics, **watched, **cuts)
         if warning:
             self.echo(warning)
         if metrics.no_signal and not skipped:  # a skipped step was announced by watch_signal

@@ -2,13 +2,15 @@
 
 An env whose reward pays progress (ToolUse's ``chain_credit``, a partial-credit verifier, a judge
 that likes long tool chains) can teach a policy to keep calling tools until the rollout cuts it
-off: in session 27 of bench/RESULTS.md one seed went from 3 to 13 of 18 truncated episodes in
-four steps. The verifier's success rate shows that late; the truncated share shows it at once.
+off: in session 27 of bench/RESULTS.md one seed went from 3 of 18 truncated episodes at step 1
+to 13 of 18 at step 4. The verifier's success rate shows that late; the truncated share shows it at once.
 
 :func:`watch_truncation` counts a step's truncated episodes and flags the step when their share
 is shown higher than at the run's first step (one-sided Fisher exact test, ``ALPHA``). What it
 does not do: stop the run or change any reward. It is a warning to read the env's reward for
-episodes that never answer (docs/training.md, "Reward hacking").
+episodes that never answer (docs/training.md, "Episodes cut at the turn limit"). Each step is
+tested against the first on its own, so over a long run with a steady share an odd false flag
+can appear: read it as a prompt to look, not as proof.
 """
 
 from __future__ import annotations
