@@ -3,7 +3,8 @@
 An env whose reward pays progress (ToolUse's ``chain_credit``, a partial-credit verifier, a judge
 that likes long tool chains) can teach a policy to keep calling tools until the rollout cuts it
 off: in session 27 of bench/RESULTS.md one seed went from 3 of 18 truncated episodes at step 1
-to 13 of 18 at step 4. The verifier's success rate shows that late; the truncated share shows it at once.
+to 13 of 18 at step 4. The verifier's success rate shows that late; the truncated share shows
+it at once.
 
 :func:`watch_truncation` counts a step's truncated episodes and flags the step when their share
 is shown higher than at the run's first step (one-sided Fisher exact test, ``ALPHA``). What it
