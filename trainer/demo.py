@@ -50,6 +50,10 @@ DEMO_FAMILIES = ["lookup", "units", "dates"]
 GRPO_ENV_KWARGS: dict[str, Any] = {"difficulty": "hard", "families": DEMO_FAMILIES}
 SFT_ENV_KWARGS: dict[str, Any] = GRPO_ENV_KWARGS  # a short SFT on the hard tasks leaves spread
 DEFAULT_STEPS = 6
+DEFAULT_CHAIN_CREDIT = 0.3
+"""``rankgym demo --chain-credit`` by default: ToolUse's chain credit in the demo's reward,
+adopted in session 28 by a rule set before its runs (bench/RESULTS.md, "Chain credit on new
+seeds"); ``--chain-credit 0`` is the plain reward. ``demo_config`` keeps 0.0 (the bench arms)."""
 DEFAULT_SFT_STEPS = 16
 
 
@@ -179,11 +183,11 @@ def _demo_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--chain-credit",
         type=_chain_credit,
-        default=0.0,
+        default=DEFAULT_CHAIN_CREDIT,
         metavar="C",
         help="pay a wrong answer C x the share of the oracle's tool calls it reproduced, on top "
-        "of the 0.2 format credit (0 <= C < 0.8; default 0: the plain reward; docs/envs.md, "
-        "measured in docs/training.md)",
+        f"of the 0.2 format credit (0 <= C < 0.8; default {DEFAULT_CHAIN_CREDIT:g}; 0: the plain "
+        "reward; docs/envs.md, measured in docs/training.md)",
     )
     p.add_argument(
         "--force",

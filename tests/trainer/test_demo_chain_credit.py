@@ -51,3 +51,14 @@ def test_any_text_is_a_credit_in_range_or_a_clear_refusal(text):
         assert "not a number" in str(e) or "must be in [0, 0.8)" in str(e)
     else:
         assert 0.0 <= value < 0.8
+
+
+def test_the_demo_pays_chain_credit_by_default_and_0_gives_the_plain_reward():
+    import argparse
+
+    from rankgym.trainer.demo import DEFAULT_CHAIN_CREDIT, _demo_arguments
+
+    p = argparse.ArgumentParser()
+    _demo_arguments(p)
+    assert p.parse_args([]).chain_credit == DEFAULT_CHAIN_CREDIT == 0.3
+    assert p.parse_args(["--chain-credit", "0"]).chain_credit == 0.0

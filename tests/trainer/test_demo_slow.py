@@ -29,7 +29,7 @@ def test_demo_one_step_json(tmp_path: Path, capsys):
         assert key in s, key
     assert json.loads((out / "demo.json").read_text()) == s  # the summary is kept in --out
     assert s["steps"] == 1 and s["sft_steps"] == 2 and s["reward"] == "judge+verifiable"
-    assert s["chain_credit"] == 0.0  # the plain reward unless --chain-credit
+    assert s["chain_credit"] == 0.3  # chain credit by default (--chain-credit 0: plain)
     assert s["judge"] == "local/smollm2-yesno"  # the recipe's judge (the shipped one: --judge)
     assert s["n"] == 2 and 0 <= s["tool_call_rate"] <= 1 and s["mean_turns"] >= 1
     assert Path(s["store"]).is_file() and (Path(s["adapter"]) / "adapter_config.json").is_file()
