@@ -7,7 +7,8 @@
 2. **GRPO** from that adapter on the same hard tasks (train split), whose answers the model
    cannot know or guess without its tools: each step one task per family (``stratify``), 6
    episodes each at the evaluation's temperature, judged by the embedded judge
-   (``local/smollm2-yesno``, ``--judge`` to change it) and rewarded ``judge+verifiable`` by default (verifier weight 0.8);
+   (``local/smollm2-yesno``, ``--judge`` to change it) and rewarded ``judge+verifiable`` by default
+   (verifier weight 0.8; the verifier pays ToolUse chain credit 0.3, ``--chain-credit 0``: none);
    once the monitor shows that judge below chance on the policy's own groups, it is dropped
    from the reward and the verifier alone trains the rest of the run (``below_chance = "drop"``).
 3. **Held-out evaluation** on the test split of those hard tasks: base model, SFT-only adapter
