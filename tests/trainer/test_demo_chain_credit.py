@@ -11,7 +11,13 @@ from hypothesis import strategies as st
 from rankgym.cli import main
 from rankgym.config import validate_config
 from rankgym.trainer.config import TrainConfig
-from rankgym.trainer.demo import GRPO_ENV_KWARGS, _chain_credit, demo_config
+from rankgym.trainer.demo import (
+    DEFAULT_CHAIN_CREDIT,
+    GRPO_ENV_KWARGS,
+    _chain_credit,
+    _demo_arguments,
+    demo_config,
+)
 from rankgym.trainer.setup import make_env_factory
 
 
@@ -54,10 +60,6 @@ def test_any_text_is_a_credit_in_range_or_a_clear_refusal(text):
 
 
 def test_the_demo_pays_chain_credit_by_default_and_0_gives_the_plain_reward():
-    import argparse
-
-    from rankgym.trainer.demo import DEFAULT_CHAIN_CREDIT, _demo_arguments
-
     p = argparse.ArgumentParser()
     _demo_arguments(p)
     assert p.parse_args([]).chain_credit == DEFAULT_CHAIN_CREDIT == 0.3
