@@ -16,7 +16,9 @@ judge; ``local/smollm2@runs/judge/adapter`` a judge that ``rankgym judge-train``
 off-policy one of issue 14), ``judge:on-policy`` (the ``[judge_train]`` stage trains a judge on
 the SFT start's own judge-split groups, labelled by the verifier, and GRPO is judged by it
 alone; settings: ``rankgym.trainer.demo.JUDGE_TRAIN`` updated with ``--judge-train JSON``,
-which can also turn on online refreshes: ``refresh_every``, ``refresh_data``), or ``sft-more``.
+which can also turn on online refreshes: ``refresh_every``, ``refresh_data``), ``sft-more``,
+or ``simulated-<accuracy>`` (bench/simulated_judge.py: the verifier's pass/fail through random
+ranking errors, a calibration of how accurate a judge must be, not a judge).
 Every arm records the judge monitor's numbers per step (judge vs verifier on the arm's own GRPO
 groups).
 
@@ -109,6 +111,8 @@ def main() -> None:
     )
     args = ap.parse_args()
 
+    from simulated_judge import PREFIX, simulated_kind
+
     from rankgym.config import validate_config
     from rankgym.threads import set_torch_threads
     from rankgym.trainer.checkpoint import training_adapters
@@ -150,6 +154,8 @@ def main() -> None:
             continue
         shutil.rmtree(out, ignore_errors=True)
         kind, _, judge = arm.partition(":")
+        if kind.startswith(PREFIX):  # the verifier's pass/fail through random ranking errors
+            simulated_kind(kind)
         # every arm on the carved train tasks, the on-policy judge arm's (its judge's tasks
         # are the judge split, which no arm's GRPO draws)
         raw = demo_config(out, steps, "verifiable" if kind == "sft-more" else kind, args.seed,
@@ -196,6 +202,7 @@ def main() -> None:
                 "monitor_run": tr.monitor.summary() if tr.monitor is not None else None,
                 "judge_train": _judge_train_record(tr),
                 "refreshes": refreshes(tr.out),
+                "simulated": tr.reward.calibration() if kind.startswith(PREFIX) else None,
                 "minutes": round((time.perf_counter() - t_arm) / 60, 2),
             }
             train_minutes.append(rec_train["minutes"])
