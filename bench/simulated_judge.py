@@ -79,7 +79,7 @@ class SimulatedJudgeReward(Reward):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.sigma = sigma_for(self.accuracy)
-        self.rng = random.Random(self.name)
+        self.rng = random.Random(self.name)  # a rerun of an arm draws the same noise
         self.steps: list[dict[str, Any]] = []
         """Per scored step: decided pairs, how many ordered right, the signal cosine."""
 
