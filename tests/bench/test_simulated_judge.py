@@ -19,6 +19,15 @@ from rankgym.trainer.rewards import REWARDS, reward_class  # noqa: E402
 from rankgym.types import Group, Message, Trajectory  # noqa: E402
 
 
+@pytest.fixture(autouse=True)
+def _registry_restored():
+    """Kinds a test registers leave the global registry with it (other tests list the registry)."""
+    before = dict(REWARDS)
+    yield
+    REWARDS.clear()
+    REWARDS.update(before)
+
+
 def _group(rewards: list[float | None], task: str = "t") -> Group:
     trs = [
         Trajectory(env_id="e", task_id=task, verifiable_reward=r, truncated=r is None,
