@@ -4,19 +4,16 @@ its turn limit counts as a failure, and the step records count the decided pairs
 from __future__ import annotations
 
 import random
-import sys
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from script_loader import load_script
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+from rankgym.trainer.rewards import REWARDS, reward_class
+from rankgym.types import Group, Message, Trajectory
 
-import simulated_judge as sim  # noqa: E402
-
-from rankgym.trainer.rewards import REWARDS, reward_class  # noqa: E402
-from rankgym.types import Group, Message, Trajectory  # noqa: E402
+sim = load_script("bench/simulated_judge.py")
 
 
 @pytest.fixture(autouse=True)
