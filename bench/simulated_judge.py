@@ -27,6 +27,8 @@ from collections.abc import Sequence
 from statistics import NormalDist
 from typing import Any, ClassVar
 
+from rankgym.judges.metrics import unit_stats
+from rankgym.trainer.monitor_signal import centred_unit, judge_signal
 from rankgym.trainer.rewards import REWARDS, Reward, StepRewards, register_reward, step_rewards
 from rankgym.types import Group
 
@@ -44,29 +46,24 @@ def sigma_for(accuracy: float) -> float:
     return 1.0 / (math.sqrt(2.0) * NormalDist().inv_cdf(accuracy))
 
 
-def group_stats(
-    passes: Sequence[int], rewards: Sequence[float]
-) -> tuple[int, int, float, float, float]:
-    """``(decided pairs, ordered right, sum r*p, sum r*r, sum p*p)`` of one group, centred.
-
-    The last three are the sums the monitor's signal cosine needs (trainer/monitor_signal.py).
-    """
-    right = decided = 0
-    for i, (pi, ri) in enumerate(zip(passes, rewards, strict=True)):
-        for pj, rj in zip(passes[i + 1 :], rewards[i + 1 :], strict=True):
-            if pi != pj:
-                decided += 1
-                right += int((ri - rj) * (pi - pj) > 0)
-    mr, mp = sum(rewards) / len(rewards), sum(passes) / len(passes)
-    cr = [r - mr for r in rewards]
-    cp = [p - mp for p in passes]
-    return (
-        decided,
-        right,
-        sum(a * b for a, b in zip(cr, cp, strict=True)),
-        sum(a * a for a in cr),
-        sum(b * b for b in cp),
-    )
+def step_record(groups: Sequence[tuple[Sequence[int], Sequence[float]]]) -> dict[str, Any]:
+    """A step's decided pairs (a pass and a failure of one group), how many the rewards order
+    right, their share, and the monitor's signal cosine (trainer/monitor_signal.py), from each
+    group's ``(passes, rewards)``."""
+    decided = right = 0
+    units = []
+    for i, (passes, rewards) in enumerate(groups):
+        stats = unit_stats(rewards, passes)
+        decided += stats.pairs - stats.tied_b  # pairs the verifier's pass/fail tells apart
+        right += stats.concordant
+        units.append(centred_unit(str(i), 0, rewards, [float(p) for p in passes]))
+    signal = judge_signal(units)
+    return {
+        "decided_pairs": decided,
+        "right": right,
+        "pairwise": round(right / decided, 3) if decided else None,
+        "signal": None if signal is None else round(signal, 3),
+    }
 
 
 class SimulatedJudgeReward(Reward):
@@ -93,34 +90,22 @@ class SimulatedJudgeReward(Reward):
         """Rewards from each trajectory's ``verifier_outcome`` (an episode cut at its turn limit
         is a failure the judge sees, where the verifier arm gives it no signal), then the step's
         realized pairwise accuracy and signal."""
-        labels = iter([t.verifier_outcome() for g in groups for t in g.trajectories])
+        labels = [[t.verifier_outcome() for t in g.trajectories] for g in groups]
+        flat = iter([o for row in labels for o in row])
         # step_rewards calls blend once per trajectory, groups then trajectories in order
         out = step_rewards(
             groups,
             judged=False,
-            blend=lambda _judge, _verifiable: self.blend(None, next(labels)),
+            blend=lambda _judge, _verifiable: self.blend(None, next(flat)),
             hack_penalty=self.hack_penalty,
         )
-        decided = right = 0
-        rp = rr = pp = 0.0
-        for g, row in zip(groups, out.rewards, strict=True):
-            kept = [
-                (int(o >= SUCCESS), r)
-                for t, r in zip(g.trajectories, row, strict=True)
-                if r is not None and (o := t.verifier_outcome()) is not None
-            ]
-            if len(kept) < 2:
-                continue
-            d, k, a, b, c = group_stats([p for p, _ in kept], [r for _, r in kept])
-            decided, right, rp, rr, pp = decided + d, right + k, rp + a, rr + b, pp + c
-        self.steps.append(
-            {
-                "decided_pairs": decided,
-                "right": right,
-                "pairwise": round(right / decided, 3) if decided else None,
-                "signal": round(rp / math.sqrt(rr * pp), 3) if rr > 0 and pp > 0 else None,
-            }
-        )
+        scored = []
+        for outcomes, row in zip(labels, out.rewards, strict=True):
+            kept = [(int(o >= SUCCESS), r) for o, r in zip(outcomes, row, strict=True)
+                    if r is not None and o is not None]  # fmt: skip
+            if len(kept) >= 2:
+                scored.append(([p for p, _ in kept], [r for _, r in kept]))
+        self.steps.append(step_record(scored))
         return out
 
     def calibration(self) -> dict[str, Any]:

@@ -69,14 +69,25 @@ def signal_unit(
     ]
     if len(rows) < 2:
         return None
-    judge = _centred([s if cut is None else float(s >= cut) for s, _ in rows])
-    verifier = _centred([v if pass_at is None else float(v >= pass_at) for _, v in rows])
-    return SignalUnit(
+    return centred_unit(
         group.id,
         step,
-        sum(a * b for a, b in zip(judge, verifier, strict=True)),
-        sum(a * a for a in judge),
-        sum(b * b for b in verifier),
+        [s if cut is None else float(s >= cut) for s, _ in rows],
+        [v if pass_at is None else float(v >= pass_at) for _, v in rows],
+    )
+
+
+def centred_unit(
+    group_id: str, step: int, judge: Sequence[float], verifier: Sequence[float]
+) -> SignalUnit:
+    """The :class:`SignalUnit` of one group's aligned judge and verifier rewards (centred here)."""
+    j, v = _centred(list(judge)), _centred(list(verifier))
+    return SignalUnit(
+        group_id,
+        step,
+        sum(a * b for a, b in zip(j, v, strict=True)),
+        sum(a * a for a in j),
+        sum(b * b for b in v),
     )
 
 

@@ -85,10 +85,10 @@ def test_a_step_is_scored_from_the_verifier_labels_and_recorded():
     st.lists(st.integers(0, 1), min_size=2, max_size=8),
     st.lists(st.floats(-5, 5, allow_nan=False), min_size=8, max_size=8),
 )
-def test_group_stats_count_every_decided_pair(passes: list[int], scores: list[float]):
+def test_a_step_record_counts_every_decided_pair(passes: list[int], scores: list[float]):
     rewards = scores[: len(passes)]
-    decided, right, rp, rr, pp = sim.group_stats(passes, rewards)
+    rec = sim.step_record([(passes, rewards)])
     k = sum(passes)
-    assert decided == k * (len(passes) - k)
-    assert 0 <= right <= decided
-    assert rr >= 0 and pp >= 0 and rp * rp <= rr * pp + 1e-9  # Cauchy-Schwarz: |cos| <= 1
+    assert rec["decided_pairs"] == k * (len(passes) - k)
+    assert 0 <= rec["right"] <= rec["decided_pairs"]
+    assert rec["signal"] is None or -1 <= rec["signal"] <= 1  # Cauchy-Schwarz: |cos| <= 1
